@@ -1,0 +1,93 @@
+"""The typed schema of everything that is not a plugin.
+
+Plugin sections (dataset, tokenizer, frontend, posenc, encoder, decoder,
+attention) are typed by each plugin's own dataclass, stored by the registry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class DataConfig:
+    max_tokens: int = 2048  # token budget of a batch: batch size x longest padded sequence
+    max_len: int = 128  # training pairs with more tokens on either side are skipped
+    joint_vocab: bool = False  # one tokenizer trained on source and target text together
+    num_workers: int = 0
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    warmup_steps: int = 100
+    schedule: str = "inverse_sqrt"  # inverse_sqrt | cosine | constant (all after linear warmup)
+    label_smoothing: float = 0.1
+
+
+@dataclass
+class TrainerConfig:
+    max_epochs: int = 10
+    max_steps: int = -1
+    max_time: Optional[str] = None  # "DD:HH:MM:SS"
+    accelerator: str = "cpu"
+    devices: Any = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    gradient_clip_val: float = 1.0
+    patience: int = 5  # early stopping on validation BLEU, in validation rounds
+    val_check_interval: float = 1.0
+    check_val_every_n_epoch: int = 1
+    limit_train_batches: float = 1.0
+    limit_val_batches: float = 1.0
+    limit_test_batches: float = 1.0
+    log_every_n_steps: int = 10
+    enable_progress_bar: bool = True
+
+
+@dataclass
+class DecodeConfig:
+    strategy: str = "greedy"  # greedy | beam | sample (validation is always greedy)
+    beam_size: int = 5
+    length_penalty: str = "gnmt"  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
+    alpha: float = 0.6
+    max_len_ratio: float = 1.5  # max output length = ratio * source length + offset
+    max_len_offset: int = 10
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+
+@dataclass
+class LoggerConfig:
+    wandb: bool = False  # CSV is always written; this adds Weights & Biases
+    project: str = "zoo"
+    mode: Optional[str] = None  # None: $WANDB_MODE if set, else offline
+
+
+@dataclass
+class ZooConfig:
+    seed: int = 1234
+    plugin_dirs: list[str] = field(default_factory=list)
+    samples: int = 10  # sample translations written to the run directory
+    length_buckets: list[int] = field(default_factory=lambda: [10, 20, 30, 40, 50])  # BLEU by source length (words)
+    dataset: Any = MISSING
+    tokenizer: Any = MISSING
+    frontend: Any = MISSING
+    posenc: Any = MISSING
+    encoder: Any = MISSING
+    decoder: Any = MISSING
+    attention: Any = MISSING
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+
+
+ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)

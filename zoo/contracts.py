@@ -1,0 +1,180 @@
+"""The contracts between components: what each kind receives and returns.
+
+Everything is batch-first. Masks are boolean and True where a position is real
+(not padding). A plugin subclasses one of these bases, adds a nested dataclass
+``Config`` and registers itself with :func:`zoo.registry.register`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+import torch
+from torch import nn
+
+# Special token ids shared by every tokenizer.
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
+
+
+# --------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class Example:
+    """One parallel pair; ``source`` is text for translation (an image later)."""
+
+    source: Any
+    target: str
+
+
+class Dataset:
+    """Produces the train/val/test examples. ``Config`` holds its options."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    def splits(self) -> dict[str, list[Example]]:
+        """``{"train": [...], "val": [...], "test": [...]}``."""
+        raise NotImplementedError
+
+
+class Tokenizer:
+    """Text <-> ids. Ids 0..3 are PAD, BOS, EOS, UNK in every tokenizer.
+
+    ``encode`` returns ids without BOS/EOS; the data module adds them.
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    def train(self, texts: Iterable[str]) -> None:
+        raise NotImplementedError
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        raise NotImplementedError
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        """Ids to text; special tokens are dropped."""
+        raise NotImplementedError
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def save(self, path: str) -> None:
+        """Write everything needed to rebuild the tokenizer to the file ``path``."""
+        raise NotImplementedError
+
+    def load(self, path: str) -> None:
+        """Restore a tokenizer written by :meth:`save` (config comes from the constructor)."""
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------- model
+class Frontend(nn.Module):
+    """Source input -> vectors. Built as ``cls(cfg, vocab_size=V)``.
+
+    ``forward(source (B, S) long) -> (x (B, S, output_dim), mask (B, S) bool)``.
+    """
+
+    output_dim: int
+
+
+class PositionalEncoding(nn.Module):
+    """Built as ``cls(cfg, dim=D, heads=H)``.
+
+    Absolute kinds add to vectors in ``forward(x (B, T, D), offset) -> (B, T, D)``;
+    relative kinds return ``x`` unchanged and act inside attention through
+    :meth:`rotate` and :meth:`bias`. ``offset`` is the position of ``x[:, 0]``,
+    which makes step-by-step decoding exact.
+    """
+
+    relative: bool = False
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return x
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
+        """Queries (B, H, T, d) and keys (B, H, S, d) -> the same, position-aware."""
+        return q, k
+
+    def bias(self, t: int, s: int, q_offset: int = 0) -> torch.Tensor | None:
+        """An additive (H, T, S) score bias, or None."""
+        return None
+
+
+class Scorer(nn.Module):
+    """Raw attention scores. Built as ``cls(cfg, query_dim=dq, key_dim=dk, heads=H)``.
+
+    ``forward(q (B, H, T, dq), k (B, H, S, dk)) -> scores (B, H, T, S)``.
+    Masking, softmax, dropout and the weighted sum live in
+    :func:`zoo.attention.attend`, never in a scorer.
+    """
+
+    #: False for the ``none`` scorer: the decoder then sees only the encoder summary.
+    attends: bool = True
+
+
+@dataclass
+class EncoderOutput:
+    """``memory`` (B, S, D), ``mask`` (B, S) True where real, ``state`` (B, state_dim) summary."""
+
+    memory: torch.Tensor
+    mask: torch.Tensor
+    state: torch.Tensor
+
+    def index_select(self, index: torch.Tensor) -> "EncoderOutput":
+        """Pick/repeat batch rows (beam search expands each sentence to k beams)."""
+        return replace(
+            self,
+            memory=self.memory.index_select(0, index),
+            mask=self.mask.index_select(0, index),
+            state=self.state.index_select(0, index),
+        )
+
+
+class Encoder(nn.Module):
+    """Built as ``cls(cfg, input_dim=D_in)``; sets ``output_dim`` and ``state_dim``.
+
+    ``forward(x (B, S, D_in), mask (B, S)) -> EncoderOutput``. Padded steps must
+    not influence real ones.
+    """
+
+    output_dim: int
+    state_dim: int
+
+
+@dataclass
+class DecoderOutput:
+    """``logits`` (B, T, V) and optionally ``attention`` {name: (B, H, T, S) or per-layer list}."""
+
+    logits: torch.Tensor
+    attention: dict[str, Any] | None = None
+
+
+class Decoder(nn.Module):
+    """Target-side model. Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=cfg, posenc=cfg)``
+    where ``scorer`` and ``posenc`` are configs the decoder builds (per layer/head as it likes)
+    with :func:`zoo.registry.build`.
+
+    Training: ``forward(y_in (B, T), enc) -> DecoderOutput`` (teacher forcing).
+    Generation: ``init_cache(enc)`` then ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, attn)``
+    where ``attn`` is (B, S) cross-attention or None. The step logits must equal the
+    teacher-forced logits at position ``t``.
+    """
+
+    def init_cache(self, enc: EncoderOutput) -> dict:
+        raise NotImplementedError
+
+    def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):
+        raise NotImplementedError
+
+    @staticmethod
+    def reorder_cache(cache: Any, index: torch.Tensor) -> Any:
+        """Select batch rows of every tensor in a nested cache (beam search calls this)."""
+        if isinstance(cache, torch.Tensor):
+            return cache.index_select(0, index)
+        if isinstance(cache, dict):
+            return {k: Decoder.reorder_cache(v, index) for k, v in cache.items()}
+        if isinstance(cache, (list, tuple)):
+            return type(cache)(Decoder.reorder_cache(v, index) for v in cache)
+        return cache

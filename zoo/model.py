@@ -1,0 +1,69 @@
+"""Assemble a sequence-to-sequence model from a composed config."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from zoo.contracts import DecoderOutput, EncoderOutput
+from zoo.registry import build, get
+
+
+class AssemblyError(ValueError):
+    """Two components that cannot work together."""
+
+
+class Seq2Seq(nn.Module):
+    """frontend -> (absolute posenc) -> encoder -> decoder (-> logits).
+
+    Built from the plugin sections of a config: ``frontend``, ``posenc``,
+    ``encoder``, ``decoder`` and ``attention`` (the scorer the decoder uses).
+    """
+
+    def __init__(self, cfg: Any, src_vocab_size: int, tgt_vocab_size: int) -> None:
+        super().__init__()
+        self.names = {kind: cfg[kind]["name"] for kind in ("frontend", "posenc", "encoder", "decoder", "attention")}
+        self.frontend = build("frontend", cfg["frontend"], vocab_size=src_vocab_size)
+        posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
+        encoder_cls = get("encoder", cfg["encoder"]["name"]).cls
+        encoder_kwargs: dict[str, Any] = {"input_dim": self.frontend.output_dim}
+        if posenc_relative:
+            if not getattr(encoder_cls, "supports_relative_posenc", False):
+                raise AssemblyError(
+                    f"posenc '{self.names['posenc']}' is relative (it acts inside attention) but encoder "
+                    f"'{self.names['encoder']}' has no self-attention; use posenc=sinusoidal or posenc=learned"
+                )
+            encoder_kwargs["posenc"] = cfg["posenc"]
+            self.posenc = None
+        else:
+            self.posenc = build("posenc", cfg["posenc"], dim=self.frontend.output_dim, heads=1)
+        self.encoder = self._assemble("encoder", cfg, **encoder_kwargs)
+        self.decoder = self._assemble(
+            "decoder",
+            cfg,
+            vocab_size=tgt_vocab_size,
+            memory_dim=self.encoder.output_dim,
+            state_dim=self.encoder.state_dim,
+            scorer=cfg["attention"],
+            posenc=cfg["posenc"],
+        )
+
+    def _assemble(self, kind: str, cfg: Any, **kwargs: Any) -> nn.Module:
+        """Build one component; a dimension clash is reported with both components named."""
+        try:
+            return build(kind, cfg[kind], **kwargs)
+        except (ValueError, RuntimeError) as error:
+            others = ", ".join(f"{k}={v}" for k, v in self.names.items() if k != kind)
+            raise AssemblyError(f"cannot assemble {kind} '{self.names[kind]}' with {others}: {error}") from error
+
+    def encode(self, source: torch.Tensor) -> EncoderOutput:
+        """source (B, S) token ids -> EncoderOutput."""
+        x, mask = self.frontend(source)
+        if self.posenc is not None:
+            x = self.posenc(x)
+        return self.encoder(x, mask)
+
+    def forward(self, source: torch.Tensor, target_in: torch.Tensor) -> DecoderOutput:
+        """Teacher forcing: source (B, S), target_in (B, T) starting with BOS -> logits (B, T, V)."""
+        return self.decoder(target_in, self.encode(source))

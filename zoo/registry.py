@@ -1,0 +1,145 @@
+"""One registry for every component, keyed by kind and name.
+
+A component is a class with a nested dataclass ``Config``. Registering it also
+stores that dataclass in Hydra's ConfigStore (group = kind, name = name), so a
+misspelt or mistyped field is rejected when the config is composed, long before
+anything trains.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from hydra.core.config_store import ConfigStore
+
+# Kinds a component may register under; each is also a Hydra config group.
+KINDS = ("dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")
+
+
+class RegistryError(ValueError):
+    """A component could not be registered or found."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the registry knows about one component."""
+
+    kind: str
+    name: str
+    cls: type
+    config_cls: type
+    module: str
+    description: str
+
+    def fields(self) -> list[tuple[str, str, Any]]:
+        """(name, type, default) of every config field except the ``name`` tag."""
+        rows = []
+        for f in dataclasses.fields(self.config_cls):
+            if f.name == "name":
+                continue
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                default = "???"
+            rows.append((f.name, _type_name(f.type), default))
+        return rows
+
+
+_ENTRIES: dict[tuple[str, str], Entry] = {}
+
+
+def _type_name(tp: Any) -> str:
+    return tp if isinstance(tp, str) else getattr(tp, "__name__", str(tp))
+
+
+def _tagged_config(kind: str, name: str, cls: type) -> type:
+    """The component's Config plus a ``name`` field that says which class to build."""
+    base = getattr(cls, "Config", None)
+    if base is None or not dataclasses.is_dataclass(base):
+        raise RegistryError(f"{cls.__qualname__} needs a nested @dataclass named Config to register as {kind} '{name}'")
+    tagged = dataclasses.make_dataclass(
+        f"{kind.capitalize()}_{name}",
+        [("name", str, dataclasses.field(default=name))],
+        bases=(base,),
+    )
+    tagged.__module__ = cls.__module__
+    return tagged
+
+
+def register(kind: str, name: str) -> Callable[[type], type]:
+    """Class decorator: ``@register("attention", "cosine")``."""
+    if kind not in KINDS:
+        raise RegistryError(f"unknown component kind '{kind}'; kinds are: {', '.join(KINDS)}")
+
+    def decorate(cls: type) -> type:
+        existing = _ENTRIES.get((kind, name))
+        if existing is not None and existing.cls is not cls:
+            if existing.module == cls.__module__ and existing.cls.__qualname__ == cls.__qualname__:
+                pass  # the same module imported twice (e.g. a plugin folder on sys.path): harmless
+            else:
+                raise RegistryError(
+                    f"{kind} '{name}' is registered twice: by {existing.module}.{existing.cls.__qualname__} "
+                    f"and by {cls.__module__}.{cls.__qualname__}; rename one of them"
+                )
+        config_cls = _tagged_config(kind, name, cls)
+        doc = inspect.getdoc(cls) or ""
+        entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
+        _ENTRIES[(kind, name)] = entry
+        ConfigStore.instance().store(group=kind, name=name, node=config_cls, provider=cls.__module__)
+        cls.registry_entry = entry
+        return cls
+
+    return decorate
+
+
+def get(kind: str, name: str) -> Entry:
+    """The entry for ``kind``/``name``, or an error listing what is registered."""
+    entry = _ENTRIES.get((kind, name))
+    if entry is None:
+        known = ", ".join(names(kind)) or "none"
+        raise RegistryError(f"unknown {kind} '{name}'; registered {kind} components: {known}")
+    return entry
+
+
+def names(kind: str) -> list[str]:
+    return sorted(n for k, n in _ENTRIES if k == kind)
+
+
+def entries(kind: str | None = None) -> Iterator[Entry]:
+    for key in sorted(_ENTRIES):
+        if kind is None or key[0] == kind:
+            yield _ENTRIES[key]
+
+
+def build(kind: str, cfg: Any, **kwargs: Any) -> Any:
+    """Instantiate the component named by ``cfg.name`` with its typed config.
+
+    ``cfg`` may be an OmegaConf node or a plain mapping; unknown fields are an error.
+    """
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(cfg):
+        cfg = OmegaConf.to_container(cfg, resolve=True)
+    cfg = dict(cfg)
+    name = cfg.pop("name", None)
+    if name is None:
+        raise RegistryError(f"{kind} config has no 'name'; choose one of: {', '.join(names(kind))}")
+    entry = get(kind, name)
+    base = entry.cls.Config
+    allowed = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(cfg) - allowed)
+    if unknown:
+        raise RegistryError(f"{kind} '{name}' has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(allowed))}")
+    return entry.cls(base(**cfg), **kwargs)
+
+
+def default_config(kind: str, name: str, **overrides: Any) -> dict:
+    """A plain dict config for ``kind``/``name`` with its defaults (handy in tests and scripts)."""
+    cfg = dataclasses.asdict(get(kind, name).cls.Config())
+    cfg.update(overrides)
+    cfg["name"] = name
+    return cfg
