@@ -15,13 +15,15 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from zoo.errors import ZooError
+
 ENTRY_POINT_GROUP = "zoo.plugins"
 ENV_VAR = "ZOO_PLUGIN_DIRS"
 
 _loaded: set[str] = set()
 
 
-class PluginImportError(ImportError):
+class PluginImportError(ZooError, ImportError):
     """A plugin module could not be imported."""
 
 

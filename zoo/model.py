@@ -7,10 +7,11 @@ import torch
 from torch import nn
 
 from zoo.contracts import DecoderOutput, EncoderOutput
+from zoo.errors import ZooError
 from zoo.registry import build, get
 
 
-class AssemblyError(ValueError):
+class AssemblyError(ZooError, ValueError):
     """Two components that cannot work together."""
 
 

@@ -14,11 +14,13 @@ from typing import Any, Callable, Iterator
 
 from hydra.core.config_store import ConfigStore
 
+from zoo.errors import ZooError
+
 # Kinds a component may register under; each is also a Hydra config group.
 KINDS = ("dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")
 
 
-class RegistryError(ValueError):
+class RegistryError(ZooError, ValueError):
     """A component could not be registered or found."""
 
 

@@ -1,0 +1,32 @@
+"""The ``dot`` scorer: score(q, k) = q . k (Luong et al., 2015)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zoo import register
+from zoo.contracts import Scorer
+
+
+@register("attention", "dot")
+class DotScorer(Scorer):
+    """Dot product q . k; no parameters, needs query_dim == key_dim (Luong et al., 2015).
+
+    ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
+    """
+
+    @dataclass
+    class Config:
+        pass
+
+    def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
+        super().__init__()
+        if query_dim != key_dim:
+            raise ValueError(
+                f"dot attention needs query_dim == key_dim, got query_dim={query_dim} and key_dim={key_dim}; "
+                "make the sizes equal or use attention=general or attention=additive"
+            )
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return q @ k.transpose(-1, -2)

@@ -1,0 +1,36 @@
+"""The ``scaled_dot`` scorer: score(q, k) = q . k / sqrt(d) (Vaswani et al., 2017)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from zoo import register
+from zoo.contracts import Scorer
+
+
+@register("attention", "scaled_dot")
+class ScaledDotScorer(Scorer):
+    """Scaled dot product q . k / sqrt(d); needs query_dim == key_dim (Vaswani et al., 2017).
+
+    Dividing by sqrt(d) keeps the score variance near 1 when q and k have unit-variance
+    entries, so the softmax does not saturate as d grows.
+    ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
+    """
+
+    @dataclass
+    class Config:
+        pass
+
+    def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
+        super().__init__()
+        if query_dim != key_dim:
+            raise ValueError(
+                f"scaled_dot attention needs query_dim == key_dim, got query_dim={query_dim} and key_dim={key_dim}; "
+                "make the sizes equal or use attention=general or attention=additive"
+            )
+        self.scale = 1.0 / math.sqrt(query_dim)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return (q @ k.transpose(-1, -2)) * self.scale

@@ -1,0 +1,101 @@
+"""Recurrent encoders: Elman RNN, GRU and LSTM, optionally bidirectional.
+
+The three share one base class and differ only in the recurrent cell:
+
+* ``rnn``:  h_t = tanh(W x_t + U h_{t-1} + b)                      (Elman, 1990)
+* ``gru``:  gated update/reset recurrence                           (Cho et al., 2014)
+* ``lstm``: input/forget/output gates and a memory cell c_t         (Hochreiter & Schmidhuber, 1997)
+
+A bidirectional encoder runs one RNN left-to-right and one right-to-left and
+concatenates their outputs at every position (Schuster & Paliwal, 1997), which is
+how Bahdanau et al. (2015) annotate source words.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from zoo import register
+from zoo.contracts import Encoder, EncoderOutput
+
+
+class RecurrentEncoder(Encoder):
+    """Shared code of the ``rnn``, ``gru`` and ``lstm`` encoders.
+
+    ``forward(x (B, S, input_dim), mask (B, S)) -> EncoderOutput`` with
+    ``memory`` (B, S, hidden_size * directions), zero at padded positions, and
+    ``state`` (B, hidden_size * directions): the final hidden state of the top
+    layer, forward and backward directions concatenated. For the LSTM the state is
+    the hidden vector h only (not the memory cell c), so every recurrent encoder
+    offers the same kind of summary.
+
+    Sequences are packed (``pack_padded_sequence``) so that padding never enters
+    the recurrence: the backward direction starts at each sequence's real last
+    token, and appending padding changes neither memory nor state. A row with no
+    real token at all is run for one step and its memory is then zeroed.
+    """
+
+    rnn_class: type[nn.RNNBase]  # set by each subclass
+
+    @dataclass
+    class Config:
+        hidden_size: int = 256  # units per direction and layer
+        layers: int = 1  # stacked recurrent layers
+        bidirectional: bool = True  # also read the sentence right-to-left
+        dropout: float = 0.1  # between stacked layers and on the outputs
+
+    def __init__(self, cfg: Config, input_dim: int) -> None:
+        super().__init__()
+        if cfg.layers < 1:
+            raise ValueError(f"a recurrent encoder needs layers >= 1, got layers={cfg.layers}")
+        self.directions = 2 if cfg.bidirectional else 1
+        self.layers = cfg.layers
+        self.output_dim = cfg.hidden_size * self.directions
+        self.state_dim = self.output_dim
+        self.rnn = self.rnn_class(
+            input_size=input_dim,
+            hidden_size=cfg.hidden_size,
+            num_layers=cfg.layers,
+            bidirectional=cfg.bidirectional,
+            dropout=cfg.dropout if cfg.layers > 1 else 0.0,  # PyTorch applies it between layers only
+            batch_first=True,
+        )
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
+        batch, length, _ = x.shape
+        lengths = mask.sum(dim=1).clamp(min=1).cpu()  # packing needs lengths on the CPU
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        outputs, final = self.rnn(packed)
+        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=length)
+        memory = memory * mask.unsqueeze(-1).to(memory.dtype)
+        if isinstance(final, tuple):  # LSTM returns (h, c); the summary is h
+            final = final[0]
+        # final: (layers * directions, B, hidden) -> top layer, directions side by side: (B, directions * hidden)
+        top = final.view(self.layers, self.directions, batch, -1)[-1]
+        state = top.transpose(0, 1).reshape(batch, self.state_dim)
+        return EncoderOutput(memory=self.dropout(memory), mask=mask, state=self.dropout(state))
+
+
+@register("encoder", "rnn")
+class ElmanEncoder(RecurrentEncoder):
+    """Elman RNN (tanh) encoder, optionally bidirectional and stacked."""
+
+    rnn_class = nn.RNN
+
+
+@register("encoder", "gru")
+class GRUEncoder(RecurrentEncoder):
+    """GRU encoder (Cho et al., 2014), optionally bidirectional and stacked."""
+
+    rnn_class = nn.GRU
+
+
+@register("encoder", "lstm")
+class LSTMEncoder(RecurrentEncoder):
+    """LSTM encoder (Hochreiter & Schmidhuber, 1997), optionally bidirectional and stacked; state = final h."""
+
+    rnn_class = nn.LSTM

@@ -1,0 +1,45 @@
+"""The ``tokens`` frontend: a learned embedding for each source token id."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from zoo import register
+from zoo.contracts import PAD, SPECIAL_TOKENS, Frontend
+
+
+@register("frontend", "tokens")
+class TokenFrontend(Frontend):
+    """Token embedding (optionally scaled by sqrt(dim)) followed by dropout.
+
+    ``forward(source (B, S) long) -> (x (B, S, dim), mask (B, S) bool)`` where
+    ``mask = source != PAD``. The PAD row of the embedding is zero and gets no
+    gradient (``padding_idx``). ``scale=True`` multiplies by sqrt(dim), as
+    Vaswani et al. (2017) do before adding sinusoidal positions.
+    """
+
+    @dataclass
+    class Config:
+        dim: int = 256  # embedding size = output_dim
+        scale: bool = False  # multiply embeddings by sqrt(dim)
+        dropout: float = 0.1  # dropout on the embedded vectors
+
+    def __init__(self, cfg: Config, vocab_size: int) -> None:
+        super().__init__()
+        if vocab_size < len(SPECIAL_TOKENS):
+            raise ValueError(
+                f"tokens frontend got vocab_size={vocab_size}, but the {len(SPECIAL_TOKENS)} special tokens "
+                f"{', '.join(SPECIAL_TOKENS)} alone need that many ids; train the tokenizer first"
+            )
+        self.output_dim = cfg.dim
+        self.embedding = nn.Embedding(vocab_size, cfg.dim, padding_idx=PAD)
+        self.scale = math.sqrt(cfg.dim) if cfg.scale else 1.0
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = source != PAD
+        x = self.dropout(self.embedding(source) * self.scale)
+        return x, mask

@@ -1,0 +1,195 @@
+"""``zoo train``: compose the config, train, test with the best checkpoint, record the run."""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import resource
+import time
+from pathlib import Path
+
+import hydra
+import lightning as L
+import torch
+from hydra.core.hydra_config import HydraConfig
+from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.contracts import PAD
+from zoo.data import TranslationData
+from zoo.errors import ZooError
+from zoo.lit import TranslationModule
+
+log = logging.getLogger(__name__)
+
+# Files whose presence means a run directory already holds results that must not be overwritten.
+RUN_MARKERS = ("summary.json", "checkpoints")
+
+
+class RunDirectoryInUse(ZooError):
+    """The chosen run directory already holds a run."""
+
+
+class Throughput(Callback):
+    """Counts target tokens and the wall time spent in training batches."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - self._start
+        self.tokens += int((batch["target_out"] != PAD).sum())
+
+
+def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
+    """Trainable parameters, and frozen weights (frozen parameters plus persistent buffers such as a reservoir)."""
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
+    parameter_names = {name for name, _ in module.named_parameters()}
+    frozen += sum(t.numel() for name, t in module.state_dict().items() if name not in parameter_names)
+    return {"trainable": trainable, "frozen": frozen}
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def check_run_dir(run_dir: Path) -> None:
+    used = [m for m in RUN_MARKERS if (run_dir / m).exists()]
+    if used:
+        raise RunDirectoryInUse(
+            f"run directory {run_dir} already holds a run ({', '.join(used)}); "
+            "choose a new hydra.run.dir instead of overwriting it"
+        )
+
+
+def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
+    loggers = [CSVLogger(save_dir=str(run_dir), name="", version="")]
+    if cfg.logger.wandb:
+        import os
+
+        from lightning.pytorch.loggers import WandbLogger
+
+        mode = cfg.logger.mode or os.environ.get("WANDB_MODE", "offline")
+        loggers.append(
+            WandbLogger(
+                project=cfg.logger.project,
+                save_dir=str(run_dir),
+                name=run_dir.name,
+                mode=mode,
+                config=OmegaConf.to_container(cfg, resolve=True),
+            )
+        )
+    return loggers
+
+
+def train(cfg: DictConfig) -> dict:
+    """Run one training job in Hydra's output directory and return its summary."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    check_run_dir(run_dir)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    data = TranslationData(cfg, run_dir)
+    data.setup()
+    container = OmegaConf.to_container(cfg, resolve=True)
+    module = TranslationModule(container, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+
+    checkpoint = ModelCheckpoint(
+        dirpath=str(run_dir / "checkpoints"), filename="best", monitor="val/bleu", mode="max", save_last=True
+    )
+    throughput = Throughput()
+    t = cfg.trainer
+    trainer = L.Trainer(
+        default_root_dir=str(run_dir),
+        max_epochs=t.max_epochs,
+        max_steps=t.max_steps,
+        max_time=t.max_time,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        strategy=t.strategy,
+        precision=t.precision,
+        gradient_clip_val=t.gradient_clip_val,
+        val_check_interval=t.val_check_interval,
+        check_val_every_n_epoch=t.check_val_every_n_epoch,
+        limit_train_batches=t.limit_train_batches,
+        limit_val_batches=t.limit_val_batches,
+        limit_test_batches=t.limit_test_batches,
+        log_every_n_steps=t.log_every_n_steps,
+        enable_progress_bar=t.enable_progress_bar,
+        logger=make_loggers(cfg, run_dir),
+        callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=t.patience), throughput],
+        enable_model_summary=False,
+    )
+    started = time.perf_counter()
+    trainer.fit(module, datamodule=data)
+    train_seconds = time.perf_counter() - started
+    trainer.test(module, datamodule=data, ckpt_path="best" if checkpoint.best_model_path else None, verbose=False)
+
+    summary = build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds)
+    write_outputs(run_dir, module, summary, cfg.samples)
+    print_result(summary, run_dir)
+    return summary
+
+
+def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -> dict:
+    test = module.results.get("test", {})
+    return {
+        "test": {k: test.get(k) for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "bleu_by_length")},
+        "best_val_bleu": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
+        "parameters": parameter_counts(module.model),
+        "train_seconds": round(train_seconds, 2),
+        "train_tokens": throughput.tokens,
+        "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
+        "peak_memory_mb": round(peak_memory_mb(module.device), 1),
+        "epochs": trainer.current_epoch,
+        "steps": trainer.global_step,
+        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in (
+            "dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")},
+        "decode": OmegaConf.to_container(cfg.decode)["strategy"],
+        "best_checkpoint": checkpoint.best_model_path or None,
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
+    }
+
+
+def write_outputs(run_dir: Path, module: TranslationModule, summary: dict, samples: int) -> None:
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    test = module.results.get("test")
+    if not test:
+        return
+    (run_dir / "test_hypotheses.txt").write_text("\n".join(test["hypotheses"]) + "\n")
+    rows = zip(test["sources"][:samples], test["references"][:samples], test["hypotheses"][:samples])
+    (run_dir / "samples.txt").write_text("".join(f"SRC {s}\nREF {r}\nHYP {h}\n\n" for s, r, h in rows))
+
+
+def print_result(summary: dict, run_dir: Path) -> None:
+    names = summary["components"]
+    model = ", ".join(f"{k}={names[k]['name']}" for k in ("encoder", "decoder", "attention", "posenc", "tokenizer"))
+    test = summary["test"]
+    rows = [
+        ("model", model),
+        ("test BLEU", f"{test['bleu']:.2f}" if test["bleu"] is not None else "n/a"),
+        ("test chrF", f"{test['chrf']:.2f}" if test["chrf"] is not None else "n/a"),
+        ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
+        ("train time", f"{summary['train_seconds']:.1f} s"),
+        ("tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in rows))
+    print(f"run directory: {run_dir}\n")
+
+
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+def hydra_entry(cfg: DictConfig) -> float | None:
+    summary = train(cfg)
+    return summary["test"]["bleu"]
