@@ -1,0 +1,47 @@
+"""Shared fixtures: tiny end-to-end settings and a CLI runner that uses real subprocesses."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Overrides that make a real training run take seconds: tiny data, tiny model, one epoch.
+TINY = [
+    "experiment=smoke",
+    "frontend.dim=32",
+    "encoder.hidden_size=32",
+    "decoder.hidden_size=32",
+    "decoder.embed_dim=32",
+    "trainer.enable_progress_bar=false",
+]
+
+
+def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, check: bool = True):
+    """Run ``python -m zoo.cli ARGS`` in a subprocess and return the CompletedProcess."""
+    full_env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"zoo {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> Path:
+    """One real, tiny training run shared by the tests that only read a finished run."""
+    work = tmp_path_factory.mktemp("trained")
+    run_dir = work / "run"
+    run_zoo("train", *TINY, f"hydra.run.dir={run_dir}", cwd=work)
+    return run_dir

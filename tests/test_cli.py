@@ -1,0 +1,104 @@
+"""End-to-end: the `zoo` command in real subprocesses on tiny synthetic data."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import TINY, run_zoo
+
+
+def test_train_writes_a_complete_run_directory(trained_run):
+    summary = json.loads((trained_run / "summary.json").read_text())
+    assert summary["parameters"]["trainable"] > 0
+    assert summary["tokens_per_second"] > 0
+    assert 0 <= summary["test"]["bleu"] <= 100
+    assert "nrefs:1" in summary["test"]["bleu_signature"]
+    assert summary["components"]["encoder"]["name"] == "gru"
+    assert (trained_run / "config.yaml").is_file()
+    assert (trained_run / "checkpoints" / "best.ckpt").is_file()
+    assert (trained_run / "tokenizers" / "source.json").is_file()
+    assert (trained_run / "metrics.csv").is_file()
+    assert (trained_run / "samples.txt").read_text().startswith("SRC ")
+
+
+def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
+    sentences = ["the dog sees the cat", "a small bird sleeps"]
+    by_args = run_zoo("translate", str(trained_run), *sentences, cwd=tmp_path).stdout.splitlines()
+    by_stdin = run_zoo("translate", str(trained_run), cwd=tmp_path, stdin="\n".join(sentences) + "\n").stdout.splitlines()
+    assert len(by_args) == 2 and by_args == by_stdin
+
+    import zoo
+
+    assert zoo.load(trained_run).translate(sentences) == by_args
+
+
+def test_config_typos_are_rejected_before_training(tmp_path):
+    proc = run_zoo("train", "attention=cosine", "attention.temprature=5", f"hydra.run.dir={tmp_path/'r'}", cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "temprature" in proc.stderr
+    assert not (tmp_path / "r" / "checkpoints").exists()
+
+
+def test_unknown_component_lists_the_registered_ones(tmp_path):
+    proc = run_zoo("train", "attention=nope", cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "additive" in proc.stderr and "cosine" in proc.stderr
+
+
+def test_print_config_and_help(tmp_path):
+    job = run_zoo("train", "--cfg", "job", "encoder=lstm", "encoder.bidirectional=false", cwd=tmp_path).stdout
+    assert "bidirectional: false" in job and "name: lstm" in job
+    helptext = run_zoo("train", "--help", cwd=tmp_path).stdout
+    for group in ("attention", "encoder", "decoder", "posenc", "tokenizer"):
+        assert group in helptext
+
+
+def test_list_shows_every_kind_with_fields_and_provider(tmp_path):
+    out = run_zoo("list", cwd=tmp_path).stdout
+    for kind in ("encoder:", "decoder:", "attention:", "tokenizer:", "dataset:", "frontend:", "posenc:"):
+        assert kind in out
+    assert "temperature: float = 10.0" in out
+    assert "[zoo_plugins.attention.cosine]" in out
+
+
+def test_issue_example_and_sweep(tmp_path):
+    run_zoo(
+        "train", "encoder=lstm", "encoder.bidirectional=false", "attention=cosine", "tokenizer=char",
+        "trainer.max_epochs=1", *TINY[1:], "experiment=smoke", f"hydra.run.dir={tmp_path/'one'}", cwd=tmp_path,
+    )
+    assert json.loads((tmp_path / "one" / "summary.json").read_text())["components"]["tokenizer"]["name"] == "char"
+    run_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path/'sweep'}", cwd=tmp_path)
+    summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
+    assert [json.loads(p.read_text())["components"]["attention"]["name"] for p in summaries] == ["dot", "cosine"]
+
+
+def test_existing_run_directory_is_never_overwritten(trained_run, tmp_path):
+    before = (trained_run / "summary.json").read_bytes()
+    proc = run_zoo("train", *TINY, f"hydra.run.dir={trained_run}", cwd=tmp_path, check=False)
+    assert proc.returncode == 1
+    assert "already holds a run" in proc.stderr
+    assert (trained_run / "summary.json").read_bytes() == before
+
+
+def test_corrupt_checkpoint_gives_one_line_error(trained_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(trained_run, copy)
+    (copy / "checkpoints" / "best.ckpt").write_bytes(b"not a checkpoint")
+    proc = run_zoo("translate", str(copy), "the dog", cwd=tmp_path, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("zoo: error:") and "corrupt" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_missing_run_directory(tmp_path):
+    proc = run_zoo("translate", str(tmp_path / "nowhere"), "x", cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and "not a zoo run directory" in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["bogus"], []])
+def test_unknown_command_prints_usage(command, tmp_path):
+    proc = run_zoo(*command, cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "usage: zoo" in proc.stderr

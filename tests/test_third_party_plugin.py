@@ -1,0 +1,103 @@
+"""A third-party package, written here into a temp folder, plugs in through the `zoo.plugins` entry point."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+from conftest import TINY, run_zoo
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from zoo import register
+from zoo.contracts import Encoder, EncoderOutput, Scorer
+
+
+@register("attention", "negdist")
+class NegativeDistance(Scorer):
+    """Negative squared distance between query and key."""
+
+    @dataclass
+    class Config:
+        scale: float = 1.0
+
+    def __init__(self, cfg, query_dim, key_dim, heads=1):
+        super().__init__()
+        self.scale = cfg.scale
+        self.key_proj = nn.Linear(key_dim, query_dim) if key_dim != query_dim else nn.Identity()
+
+    def forward(self, q, k):
+        return -self.scale * torch.cdist(q, self.key_proj(k)).pow(2)
+
+
+@register("encoder", "bag")
+class BagOfVectors(Encoder):
+    """Each position sees only itself: a position-wise MLP."""
+
+    @dataclass
+    class Config:
+        hidden_size: int = 64
+
+    def __init__(self, cfg, input_dim):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(input_dim, cfg.hidden_size), nn.Tanh())
+        self.output_dim = self.state_dim = cfg.hidden_size
+
+    def forward(self, x, mask):
+        memory = self.mlp(x) * mask[..., None]
+        state = memory.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+        return EncoderOutput(memory, mask, state)
+'''
+
+BROKEN = "raise RuntimeError('boom')\n"
+
+
+def install_fake_distribution(site, package: str, code: str) -> None:
+    """A package plus a .dist-info folder: exactly what pip would leave, minus pip."""
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text(code)
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[zoo.plugins]\n{package} = {package}\n")
+
+
+def test_entry_point_plugin_is_listed_and_trains(tmp_path):
+    site = tmp_path / "site"
+    install_fake_distribution(site, "thirdparty_zoo", textwrap.dedent(PLUGIN))
+    env = {"PYTHONPATH": str(site)}
+    listing = run_zoo("list", cwd=tmp_path, env=env).stdout
+    assert "negdist" in listing and "[thirdparty_zoo]" in listing
+    assert "bag" in listing and "hidden_size: int = 64" in listing
+
+    run_dir = tmp_path / "run"
+    overrides = [o for o in TINY if not o.startswith("encoder.")]
+    run_zoo("train", "attention=negdist", "encoder=bag", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, env=env)
+    components = json.loads((run_dir / "summary.json").read_text())["components"]
+    assert components["attention"]["name"] == "negdist" and components["encoder"]["name"] == "bag"
+
+
+def test_broken_entry_point_is_named_in_the_error(tmp_path):
+    site = tmp_path / "site"
+    install_fake_distribution(site, "broken_zoo", BROKEN)
+    proc = run_zoo("list", cwd=tmp_path, env={"PYTHONPATH": str(site)}, check=False)
+    assert proc.returncode == 1
+    assert "broken_zoo" in proc.stderr and "RuntimeError: boom" in proc.stderr
+
+
+def test_plugin_folder_from_env_and_override(tmp_path):
+    folder = tmp_path / "local_plugins"
+    folder.mkdir()
+    (folder / "negdist.py").write_text(textwrap.dedent(PLUGIN))
+    listing = run_zoo("list", "attention", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}).stdout
+    assert "negdist" in listing
+    job = run_zoo("train", f"plugin_dirs=[{folder}]", "attention=negdist", "--cfg", "job", cwd=tmp_path).stdout
+    assert "name: negdist" in job
+
+
+def test_missing_plugin_folder_is_a_clear_error(tmp_path):
+    proc = run_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(tmp_path / "nope")}, check=False)
+    assert proc.returncode == 1 and "does not exist" in proc.stderr

@@ -1,0 +1,353 @@
+"""Generation for every decoder: greedy search, beam search and sampling.
+
+All three only use the decoder contract (:class:`zoo.contracts.Decoder`):
+``init_cache(enc)``, then one ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, attn)``
+per output position starting with ``y_0 = BOS`` at ``t = 0``, and, for beam search,
+``reorder_cache(cache, index)``. So any decoder plugin gets every strategy for free.
+
+Conventions shared by every function here:
+
+* Results are token ids without BOS, EOS or PAD, one list per source sentence.
+* ``max_len`` is the most ids a sentence may produce, EOS included; a sentence that
+  has not produced EOS by then is cut there. It is an int (the same for every
+  sentence) or a (B,) tensor (one limit per sentence, see :func:`max_output_len`).
+* PAD and BOS are never generated: their logits are set to -inf before choosing.
+* Everything runs under ``torch.no_grad()``. Putting the model in ``eval()`` mode
+  (no dropout) is the caller's job, as it is for any PyTorch inference.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, Callable, Mapping
+
+import torch
+import torch.nn.functional as F
+
+from zoo.config import DecodeConfig
+from zoo.contracts import BOS, EOS, PAD, EncoderOutput
+
+STRATEGIES = ("greedy", "beam", "sample")
+LENGTH_PENALTIES = ("gnmt", "average")
+
+
+class DecodingError(ValueError):
+    """Decoding options that cannot work (an unknown strategy, a negative beam size, ...)."""
+
+
+# --------------------------------------------------------------------------- helpers
+def max_output_len(source_mask_or_lengths: torch.Tensor, ratio: float, offset: int) -> torch.Tensor:
+    """Per-sentence output limit ``floor(ratio * source_length) + offset`` (at least 1).
+
+    Args:
+        source_mask_or_lengths: a (B, S) bool mask, True at real source positions,
+            or the (B,) source lengths.
+    Returns:
+        (B,) long tensor on the input's device.
+    """
+    x = source_mask_or_lengths
+    if x.dim() == 2 and x.dtype == torch.bool:
+        lengths = x.sum(dim=1)
+    elif x.dim() == 1 and not x.is_floating_point():
+        lengths = x
+    else:
+        raise DecodingError(
+            f"max_output_len needs a (B, S) bool mask or (B,) integer lengths, got a {tuple(x.shape)} {x.dtype} tensor"
+        )
+    limits = torch.floor(lengths.double() * ratio).long() + int(offset)
+    return limits.clamp(min=1)
+
+
+def length_normalised(score: float, length: int, penalty: str, alpha: float = 0.6) -> float:
+    """A hypothesis' summed log-probability ``score`` divided by its length penalty.
+
+    * ``gnmt``: ``score / ((5 + length) / 6) ** alpha`` (Wu et al., 2016, eq. 14);
+      ``alpha = 0`` ranks by the raw sum, larger ``alpha`` favours longer outputs.
+    * ``average``: ``score / length``, the mean log-probability per token.
+
+    ``length`` counts the generated ids, EOS included.
+    """
+    if penalty == "gnmt":
+        return score / ((5.0 + length) / 6.0) ** alpha
+    if penalty == "average":
+        return score / length
+    raise DecodingError(f"unknown length_penalty '{penalty}'; choose one of: {', '.join(LENGTH_PENALTIES)}")
+
+
+def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Top-k, then nucleus (top-p) filtering of (B, V) logits; removed entries become -inf.
+
+    Top-k keeps the ``top_k`` largest logits per row (``0`` keeps all; ties with the
+    k-th are kept too). Nucleus filtering (Holtzman et al., 2020) then keeps the
+    smallest set of most probable tokens whose probabilities sum to at least
+    ``top_p``; the most probable token always survives.
+    """
+    if top_k > 0:
+        kth = logits.topk(min(top_k, logits.size(-1)), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above
+        sorted_logits = sorted_logits.masked_fill(mass_before >= top_p, float("-inf"))
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
+    return logits
+
+
+def _limits(max_len: int | torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
+    """``max_len`` as a (B,) long tensor, checked."""
+    if isinstance(max_len, torch.Tensor):
+        limits = max_len.to(device=device, dtype=torch.long).reshape(-1)
+        if limits.numel() == 1:
+            limits = limits.expand(batch)
+        if limits.numel() != batch:
+            raise DecodingError(f"max_len has {limits.numel()} entries but the batch has {batch} sentences")
+    else:
+        limits = torch.full((batch,), int(max_len), dtype=torch.long, device=device)
+    if batch and int(limits.min()) < 1:
+        raise DecodingError(f"max_len must be >= 1 for every sentence, got {int(limits.min())}")
+    return limits
+
+
+def _next_logits(model: Any, y: torch.Tensor, enc: EncoderOutput, cache: dict, t: int) -> tuple[torch.Tensor, dict]:
+    """One decoder step; PAD and BOS are made impossible. Returns float32 (B, V) logits and the cache."""
+    logits, cache, _ = model.decoder.step(y, enc, cache, t)
+    logits = logits.float().clone()
+    logits[:, PAD] = float("-inf")
+    logits[:, BOS] = float("-inf")
+    return logits, cache
+
+
+def _to_lists(tokens: torch.Tensor, limits: torch.Tensor) -> list[list[int]]:
+    """(B, T) generated ids -> per-row lists cut at the first EOS and at the row's limit."""
+    out = []
+    for row, limit in zip(tokens.tolist(), limits.tolist()):
+        row = row[:limit]
+        out.append(row[: row.index(EOS)] if EOS in row else row)
+    return out
+
+
+# --------------------------------------------------------------------------- greedy and sampling
+def _one_token_per_step(
+    model: Any, enc: EncoderOutput, limits: torch.Tensor, choose: Callable[[torch.Tensor], torch.Tensor]
+) -> list[list[int]]:
+    """Greedy and sampling: each sentence extends its single hypothesis by ``choose(logits)``."""
+    batch = enc.memory.size(0)
+    if batch == 0:
+        return []
+    device = enc.memory.device
+    cache = model.decoder.init_cache(enc)
+    y = torch.full((batch,), BOS, dtype=torch.long, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    produced = []
+    for t in range(int(limits.max())):
+        logits, cache = _next_logits(model, y, enc, cache, t)
+        # Finished sentences keep being fed EOS; what they produce is cut off below.
+        y = choose(logits).masked_fill(finished, EOS)
+        produced.append(y)
+        finished = finished | (y == EOS) | (limits <= t + 1)
+        if bool(finished.all()):
+            break
+    return _to_lists(torch.stack(produced, dim=1), limits)
+
+
+def _greedy(model: Any, enc: EncoderOutput, limits: torch.Tensor) -> list[list[int]]:
+    return _one_token_per_step(model, enc, limits, lambda logits: logits.argmax(dim=-1))
+
+
+@torch.no_grad()
+def greedy(model: Any, source: torch.Tensor, *, max_len: int | torch.Tensor) -> list[list[int]]:
+    """Pick the most probable token at every step.
+
+    Args:
+        model: has ``encode(source) -> EncoderOutput`` and a ``decoder`` (see module docstring).
+        source: (B, S) source ids.
+        max_len: most ids per sentence, int or (B,) tensor.
+    """
+    enc = model.encode(source)
+    return _greedy(model, enc, _limits(max_len, enc.memory.size(0), enc.memory.device))
+
+
+def _check_sampling(temperature: float, top_k: int, top_p: float) -> None:
+    if temperature <= 0:
+        raise DecodingError(f"temperature must be > 0, got {temperature}; for deterministic output use strategy=greedy")
+    if top_k < 0:
+        raise DecodingError(f"top_k must be >= 0 (0 keeps every token), got {top_k}")
+    if not 0.0 < top_p <= 1.0:
+        raise DecodingError(f"top_p must be in (0, 1] (1 keeps every token), got {top_p}")
+
+
+def _sample(
+    model: Any,
+    enc: EncoderOutput,
+    limits: torch.Tensor,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    generator: torch.Generator | None,
+) -> list[list[int]]:
+    _check_sampling(temperature, top_k, top_p)
+
+    def choose(logits: torch.Tensor) -> torch.Tensor:
+        probs = filter_logits(logits / temperature, top_k, top_p).softmax(dim=-1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+    return _one_token_per_step(model, enc, limits, choose)
+
+
+@torch.no_grad()
+def sample(
+    model: Any,
+    source: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    max_len: int | torch.Tensor,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """Draw every token from the model's distribution divided by ``temperature``,
+    after top-k and then nucleus (top-p) filtering (:func:`filter_logits`; Holtzman et al., 2020).
+
+    ``top_k=1`` is greedy search. Pass a seeded ``generator`` (on the model's device)
+    for reproducible samples.
+    """
+    enc = model.encode(source)
+    limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
+    return _sample(model, enc, limits, temperature, top_k, top_p, generator)
+
+
+# --------------------------------------------------------------------------- beam search
+def _beam_search(
+    model: Any, enc: EncoderOutput, limits: torch.Tensor, beam_size: int, length_penalty: str, alpha: float
+) -> list[list[int]]:
+    if beam_size < 1:
+        raise DecodingError(f"beam_size must be >= 1, got {beam_size}")
+    if length_penalty not in LENGTH_PENALTIES:
+        raise DecodingError(f"unknown length_penalty '{length_penalty}'; choose one of: {', '.join(LENGTH_PENALTIES)}")
+    batch, k, device = enc.memory.size(0), beam_size, enc.memory.device
+    if batch == 0:
+        return []
+    # Every sentence becomes k rows: sentence b owns rows b*k .. b*k + k-1.
+    enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))
+    cache = model.decoder.init_cache(enc)
+    first_row = (torch.arange(batch, device=device) * k)[:, None]  # (B, 1)
+    # Summed log-probabilities of the live hypotheses. All k start as the same empty
+    # hypothesis, so only beam 0 may be expanded at the first step.
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0
+    history = torch.empty((batch * k, 0), dtype=torch.long, device=device)  # ids so far, per row
+    y = torch.full((batch * k,), BOS, dtype=torch.long, device=device)
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]  # (normalised score, ids)
+    done = [False] * batch
+    limit_list = limits.tolist()
+
+    for t in range(max(limit_list)):
+        length = t + 1  # ids in a hypothesis after this step
+        logits, cache = _next_logits(model, y, enc, cache, t)
+        log_probs = F.log_softmax(logits, dim=-1)  # (B*k, V)
+        vocab = log_probs.size(-1)
+        totals = (scores.reshape(-1, 1) + log_probs).reshape(batch, k * vocab)
+        # 2k candidates, best first: at most k of them end in EOS, so k always continue.
+        top, flat = totals.topk(min(2 * k, k * vocab), dim=1)
+        parent, token = flat // vocab, flat % vocab
+        ends = token == EOS
+
+        # An EOS candidate among the k best completes a hypothesis.
+        for b, j in (ends[:, :k] & torch.isfinite(top[:, :k])).nonzero().tolist():
+            if not done[b]:
+                row = b * k + int(parent[b, j])
+                finished[b].append((length_normalised(float(top[b, j]), length, length_penalty, alpha), history[row].tolist()))
+
+        # The k best candidates not ending in EOS live on (a stable sort keeps them in score order).
+        keep = torch.sort(ends.to(torch.uint8), dim=1, stable=True).indices[:, :k]
+        scores = top.gather(1, keep)
+        rows = (first_row + parent.gather(1, keep)).reshape(-1)
+        y = token.gather(1, keep).reshape(-1)
+        history = torch.cat([history.index_select(0, rows), y[:, None]], dim=1)
+        cache = model.decoder.reorder_cache(cache, rows)
+
+        # A sentence is done once it holds k finished hypotheses (the rule of fairseq,
+        # Ott et al. 2019, which makes beam_size=1 exactly greedy search) or reaches its
+        # length limit, where its live hypotheses are finished as they are.
+        live_scores = scores.tolist()
+        for b in range(batch):
+            if done[b]:
+                continue
+            if length >= limit_list[b]:
+                for j, score in enumerate(live_scores[b]):
+                    if score > float("-inf"):
+                        ids = history[b * k + j].tolist()
+                        finished[b].append((length_normalised(score, length, length_penalty, alpha), ids))
+                done[b] = True
+            elif len(finished[b]) >= k:
+                done[b] = True
+        if all(done):
+            break
+
+    return [max(hyps, key=lambda h: h[0])[1] if hyps else [] for hyps in finished]
+
+
+@torch.no_grad()
+def beam_search(
+    model: Any,
+    source: torch.Tensor,
+    *,
+    beam_size: int,
+    length_penalty: str = "gnmt",
+    alpha: float = 0.6,
+    max_len: int | torch.Tensor,
+) -> list[list[int]]:
+    """Keep the ``beam_size`` best partial hypotheses per sentence (scored by summed
+    log-probabilities) and return each sentence's best finished one.
+
+    All sentences and beams advance together: one ``decoder.step`` call per time
+    step on B x k rows, whose cache follows the surviving hypotheses through
+    ``decoder.reorder_cache``. Finished hypotheses are ranked by
+    :func:`length_normalised` with ``length_penalty`` (``gnmt`` with ``alpha``, or
+    ``average``). A sentence stops when it has ``beam_size`` finished hypotheses or
+    reaches ``max_len``; decoding stops when every sentence has stopped.
+    ``beam_size=1`` gives the same output as :func:`greedy`.
+    """
+    enc = model.encode(source)
+    limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
+    return _beam_search(model, enc, limits, beam_size, length_penalty, alpha)
+
+
+# --------------------------------------------------------------------------- config dispatch
+@torch.no_grad()
+def generate(
+    model: Any,
+    source: torch.Tensor,
+    decode_cfg: DecodeConfig | Mapping[str, Any] | None = None,
+    *,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """Decode ``source`` (B, S) with the strategy and options of a :class:`~zoo.config.DecodeConfig`
+    (or a mapping with its fields; ``None`` means the defaults).
+
+    Each sentence may produce ``max_len_ratio * source_length + max_len_offset`` ids,
+    the source length being the number of real positions in the encoder's mask.
+    """
+    cfg = _as_decode_config(decode_cfg)
+    if cfg.strategy not in STRATEGIES:
+        raise DecodingError(f"unknown decode strategy '{cfg.strategy}'; choose one of: {', '.join(STRATEGIES)}")
+    enc = model.encode(source)
+    limits = max_output_len(enc.mask, cfg.max_len_ratio, cfg.max_len_offset)
+    if cfg.strategy == "greedy":
+        return _greedy(model, enc, limits)
+    if cfg.strategy == "beam":
+        return _beam_search(model, enc, limits, cfg.beam_size, cfg.length_penalty, cfg.alpha)
+    return _sample(model, enc, limits, cfg.temperature, cfg.top_k, cfg.top_p, generator)
+
+
+def _as_decode_config(decode_cfg: DecodeConfig | Mapping[str, Any] | None) -> DecodeConfig:
+    if decode_cfg is None:
+        return DecodeConfig()
+    if isinstance(decode_cfg, DecodeConfig):
+        return decode_cfg
+    values = dict(decode_cfg)
+    allowed = {f.name for f in fields(DecodeConfig)}
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise DecodingError(f"decode config has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(allowed))}")
+    return DecodeConfig(**values)

@@ -1,0 +1,45 @@
+"""Normalisation layers for Transformer blocks: LayerNorm, RMSNorm and Dynamic Tanh.
+
+Every layer maps (..., D) -> (..., D) and normalises (or squashes) the last axis.
+Pick one by name with :func:`make_norm`.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+#: The names :func:`make_norm` accepts.
+NORMS = ("layernorm", "rmsnorm", "dyt")
+
+
+class DynamicTanh(nn.Module):
+    """DyT(x) = gamma * tanh(alpha * x) + beta, a normalisation-free stand-in for LayerNorm (Zhu et al., 2025).
+
+    ``alpha`` is one learnable scalar (initialised to ``alpha0``); ``gamma`` and
+    ``beta`` are per-channel like LayerNorm's affine parameters.
+    ``forward(x (..., D)) -> (..., D)``.
+    """
+
+    def __init__(self, dim: int, alpha0: float = 0.5) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(torch.tensor(float(alpha0)))
+        self.gamma = nn.Parameter(torch.ones(dim))
+        self.beta = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gamma * torch.tanh(self.alpha * x) + self.beta
+
+
+def make_norm(kind: str, dim: int) -> nn.Module:
+    """A normalisation layer over the last axis of size ``dim``.
+
+    ``layernorm``: Ba et al. (2016); ``rmsnorm``: Zhang & Sennrich (2019), rescales by
+    the root mean square without centring; ``dyt``: :class:`DynamicTanh`.
+    """
+    if kind == "layernorm":
+        return nn.LayerNorm(dim)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(dim, eps=1e-6)
+    if kind == "dyt":
+        return DynamicTanh(dim)
+    raise ValueError(f"unknown norm '{kind}'; choose one of: {', '.join(NORMS)}")
