@@ -83,9 +83,11 @@ class PositionalEncoding(nn.Module):
     """Built as ``cls(cfg, dim=D, heads=H)``.
 
     Absolute kinds add to vectors in ``forward(x (B, T, D), offset) -> (B, T, D)``;
-    relative kinds return ``x`` unchanged and act inside attention through
-    :meth:`rotate` and :meth:`bias`. ``offset`` is the position of ``x[:, 0]``,
-    which makes step-by-step decoding exact.
+    relative kinds (``relative = True``) return ``x`` unchanged and act inside
+    self-attention through :meth:`rotate` and :meth:`bias`; cross-attention gets
+    no positional hook. ``offset`` is the position of ``x[:, 0]``, which makes
+    step-by-step decoding exact. One instance is shared by all layers of an
+    encoder or decoder (``heads`` is their head count, ``dim`` their model width).
     """
 
     relative: bool = False
@@ -97,8 +99,10 @@ class PositionalEncoding(nn.Module):
         """Queries (B, H, T, d) and keys (B, H, S, d) -> the same, position-aware."""
         return q, k
 
-    def bias(self, t: int, s: int, q_offset: int = 0) -> torch.Tensor | None:
-        """An additive (H, T, S) score bias, or None."""
+    def bias(self, t: int, s: int, q_offset: int = 0, causal: bool = False) -> torch.Tensor | None:
+        """An additive (H, T, S) score bias for queries at ``q_offset..q_offset+t-1`` and keys
+        at ``0..s-1``, or None. ``causal`` says keys lie only at or before the query
+        (a decoder), so a kind may spend all its resolution on the past."""
         return None
 
 

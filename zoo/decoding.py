@@ -25,12 +25,13 @@ import torch.nn.functional as F
 
 from zoo.config import DecodeConfig
 from zoo.contracts import BOS, EOS, PAD, EncoderOutput
+from zoo.errors import ZooError
 
 STRATEGIES = ("greedy", "beam", "sample")
 LENGTH_PENALTIES = ("gnmt", "average")
 
 
-class DecodingError(ValueError):
+class DecodingError(ZooError, ValueError):
     """Decoding options that cannot work (an unknown strategy, a negative beam size, ...)."""
 
 

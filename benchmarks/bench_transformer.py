@@ -1,0 +1,167 @@
+"""Training speed of zoo's Transformer against torch.nn.Transformer of the same size.
+
+Both models get identical source/target embeddings (scaled by sqrt(d_model)),
+sinusoidal positions, a tied output projection, the same random batches, the same
+optimiser and the same dropout; only the encoder/decoder stack differs. They are
+timed alternately in one process, several rounds each, and the median of the
+per-round speed ratios is reported.
+
+    python benchmarks/bench_transformer.py                # CPU
+    python benchmarks/bench_transformer.py --device cuda  # GPU
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.contracts import PAD, EncoderOutput
+from zoo.discovery import discover
+from zoo.registry import build, default_config
+
+
+class Embed(nn.Module):
+    """Token ids -> embedding * sqrt(d) + sinusoidal positions -> dropout (shared by both contestants' designs)."""
+
+    def __init__(self, vocab: int, d: int, dropout: float) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, d, padding_idx=PAD)
+        nn.init.normal_(self.embedding.weight, std=d**-0.5)
+        self.scale = math.sqrt(d)
+        self.posenc = build("posenc", {"name": "sinusoidal"}, dim=d, heads=1)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.posenc(self.embedding(ids) * self.scale))
+
+
+class ZooModel(nn.Module):
+    """Source embedding -> zoo transformer encoder -> zoo transformer decoder (own tied target embedding)."""
+
+    def __init__(self, args) -> None:
+        super().__init__()
+        layout = dict(layers=args.layers, d_model=args.d_model, heads=args.heads, ff_dim=args.ff_dim, dropout=args.dropout)
+        self.src = Embed(args.vocab, args.d_model, args.dropout)
+        self.src.dropout = nn.Identity()  # the zoo encoder applies its own input dropout
+        self.encoder = build("encoder", default_config("encoder", "transformer", **layout), input_dim=args.d_model)
+        self.decoder = build(
+            "decoder", default_config("decoder", "transformer", **layout), vocab_size=args.vocab,
+            memory_dim=args.d_model, state_dim=args.d_model, scorer={"name": "scaled_dot"}, posenc={"name": "sinusoidal"},
+        )
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        mask = src != PAD
+        enc: EncoderOutput = self.encoder(self.src(src), mask)
+        return self.decoder(tgt_in, enc).logits
+
+
+class TorchModel(nn.Module):
+    """The same embeddings and output around torch.nn.Transformer (pre-norm, batch first)."""
+
+    def __init__(self, args) -> None:
+        super().__init__()
+        self.src = Embed(args.vocab, args.d_model, args.dropout)
+        self.tgt = Embed(args.vocab, args.d_model, args.dropout)
+        self.transformer = nn.Transformer(
+            args.d_model, args.heads, args.layers, args.layers, args.ff_dim, args.dropout,
+            batch_first=True, norm_first=True,
+        )
+        self.output = nn.Linear(args.d_model, args.vocab)
+        self.output.weight = self.tgt.embedding.weight
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        pad = src == PAD
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)
+        h = self.transformer(
+            self.src(src), self.tgt(tgt_in), tgt_mask=causal, tgt_is_causal=True,
+            src_key_padding_mask=pad, memory_key_padding_mask=pad,
+        )
+        return self.output(h)
+
+
+def make_batches(args, device) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Random (src, tgt_in, tgt_out) batches with ragged lengths padded at the end."""
+    g = torch.Generator().manual_seed(0)
+
+    def ragged(length: int) -> torch.Tensor:
+        ids = torch.randint(4, args.vocab, (args.batch, length), generator=g)
+        lengths = torch.randint(length // 2, length + 1, (args.batch,), generator=g)
+        return ids.masked_fill(torch.arange(length)[None, :] >= lengths[:, None], PAD)
+
+    batches = []
+    for _ in range(args.batches):
+        src, tgt = ragged(args.src_len), ragged(args.tgt_len + 1)
+        batches.append((src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)))
+    return batches
+
+
+def train_steps(model, optimiser, batches, device) -> tuple[float, int]:
+    """One pass over ``batches``; returns (seconds, target tokens)."""
+    tokens = 0
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for src, tgt_in, tgt_out in batches:
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        tokens += int((tgt_out != PAD).sum())
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--d-model", dest="d_model", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--ff-dim", dest="ff_dim", type=int, default=1024)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--src-len", dest="src_len", type=int, default=32)
+    parser.add_argument("--tgt-len", dest="tgt_len", type=int, default=32)
+    parser.add_argument("--batches", type=int, default=10, help="training steps per timed round")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating timed rounds per model")
+    args = parser.parse_args()
+
+    discover()
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    models = {"zoo": ZooModel(args).to(device), "torch.nn.Transformer": TorchModel(args).to(device)}
+    optimisers = {name: torch.optim.Adam(m.parameters(), lr=1e-4) for name, m in models.items()}
+    batches = make_batches(args, device)
+    for name, model in models.items():  # warm-up: allocator, kernels, lazy init
+        model.train()
+        train_steps(model, optimisers[name], batches[:2], device)
+
+    speeds: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(args.rounds):
+        for name, model in models.items():
+            seconds, tokens = train_steps(model, optimisers[name], batches, device)
+            speeds[name].append(tokens / seconds)
+    ratios = [z / t for z, t in zip(speeds["zoo"], speeds["torch.nn.Transformer"])]
+
+    where = f"{device.type}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {platform.machine()} {where}")
+    print(f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
+          f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, {args.rounds} rounds x {args.batches} steps")
+    print(f"{'model':<22} {'params':>10} {'target tokens/s (median)':>26}")
+    for name, model in models.items():
+        params = sum(p.numel() for p in model.parameters())
+        print(f"{name:<22} {params:>10,} {statistics.median(speeds[name]):>26,.0f}")
+    print(f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+
+
+if __name__ == "__main__":
+    main()

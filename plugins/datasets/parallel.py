@@ -1,0 +1,136 @@
+"""The ``parallel`` dataset: real parallel text read from files, e.g. Multi30k (Elliott et al., 2016).
+
+Two layouts are understood, chosen by ``format``:
+
+* ``files`` (Multi30k style): one sentence per line, one file per language and
+  split, plain or gzip-compressed::
+
+      {root}/train.de  {root}/train.en      (or train.de.gz, train.en.gz)
+      {root}/val.de    {root}/val.en
+      {root}/test_2016_flickr.de ...
+
+* ``tsv``: one file per split, ``source<TAB>target`` on each line::
+
+      {root}/train.tsv  {root}/val.tsv  {root}/test_2016_flickr.tsv
+
+``auto`` (the default) picks ``tsv`` when ``{root}/{train}.tsv`` exists and
+``files`` otherwise. Pairs with an empty side are dropped (the count is logged).
+"""
+from __future__ import annotations
+
+import gzip
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo import register
+from zoo.contracts import Dataset, Example
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("auto", "files", "tsv")
+
+
+class CorpusError(ValueError):
+    """The corpus files are missing or malformed."""
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file (``.gz`` is decompressed), without line endings."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        return [line.rstrip("\r\n") for line in handle]
+
+
+@register("dataset", "parallel")
+class ParallelDataset(Dataset):
+    """Parallel text from files: one file per language and split (Multi30k style), or one TSV per split."""
+
+    @dataclass
+    class Config:
+        root: str = ""  # folder holding the corpus files
+        src_lang: str = "de"  # source language suffix in file names (files format)
+        tgt_lang: str = "en"  # target language suffix in file names (files format)
+        train: str = "train"  # file stem of the training split
+        val: str = "val"  # file stem of the validation split
+        test: str = "test_2016_flickr"  # file stem of the test split
+        format: str = "auto"  # auto | files | tsv (auto: tsv if {root}/{train}.tsv exists)
+        limit: int = 0  # keep only the first N pairs of each split (0: all), for quick runs
+        lowercase: bool = False  # lowercase both sides
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg)
+        if cfg.format not in FORMATS:
+            raise CorpusError(f"dataset.format={cfg.format!r} is unknown; use one of: {', '.join(FORMATS)}")
+        if cfg.limit < 0:
+            raise CorpusError(f"dataset.limit={cfg.limit} must be 0 (all) or a positive number of pairs")
+
+    @property
+    def root(self) -> Path:
+        if not self.cfg.root:
+            raise CorpusError("dataset.root is not set; pass dataset.root=/path/to/corpus")
+        root = Path(self.cfg.root).expanduser()
+        if not root.is_dir():
+            raise CorpusError(f"dataset.root {root} is not a folder; pass dataset.root=/path/to/corpus")
+        return root
+
+    def layout(self) -> str:
+        """``files`` or ``tsv``: the configured format, with ``auto`` resolved."""
+        if self.cfg.format != "auto":
+            return self.cfg.format
+        return "tsv" if (self.root / f"{self.cfg.train}.tsv").is_file() else "files"
+
+    def splits(self) -> dict[str, list[Example]]:
+        stems = {"train": self.cfg.train, "val": self.cfg.val, "test": self.cfg.test}
+        read = self._read_tsv if self.layout() == "tsv" else self._read_files
+        return {split: self._clean(split, *read(stem)) for split, stem in stems.items()}
+
+    def _read_files(self, stem: str) -> tuple[list[tuple[str, str]], str]:
+        paths = [self._find(stem, lang) for lang in (self.cfg.src_lang, self.cfg.tgt_lang)]
+        sources, targets = (read_lines(p) for p in paths)
+        if len(sources) != len(targets):
+            raise CorpusError(
+                f"{paths[0]} has {len(sources)} lines but {paths[1]} has {len(targets)}; "
+                "the files must be line-aligned translations"
+            )
+        return list(zip(sources, targets)), f"{paths[0]} + {paths[1]}"
+
+    def _find(self, stem: str, lang: str) -> Path:
+        plain = self.root / f"{stem}.{lang}"
+        for path in (plain, plain.with_name(plain.name + ".gz")):
+            if path.is_file():
+                return path
+        raise CorpusError(f"missing {plain} (or {plain}.gz); check dataset.root, the split names and src_lang/tgt_lang")
+
+    def _read_tsv(self, stem: str) -> tuple[list[tuple[str, str]], str]:
+        path = self.root / f"{stem}.tsv"
+        if not path.is_file():
+            raise CorpusError(f"missing {path}; check dataset.root and the split names (or set dataset.format=files)")
+        pairs = []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                pairs.append(("", ""))  # a blank line: an empty pair, dropped like the others
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise CorpusError(f"{path}:{number}: expected source<TAB>target, found {len(fields)} tab-separated fields")
+            pairs.append((fields[0], fields[1]))
+        return pairs, str(path)
+
+    def _clean(self, split: str, pairs: list[tuple[str, str]], origin: str) -> list[Example]:
+        """Strip, optionally lowercase, drop pairs with an empty side, apply ``limit``."""
+        examples = []
+        for source, target in pairs:
+            source, target = source.strip(), target.strip()
+            if self.cfg.lowercase:
+                source, target = source.lower(), target.lower()
+            if source and target:
+                examples.append(Example(source, target))
+        dropped = len(pairs) - len(examples)
+        if dropped:
+            log.warning("%s split: dropped %d of %d pairs with an empty side (%s)", split, dropped, len(pairs), origin)
+        if not examples:
+            raise CorpusError(f"the {split} split has no sentence pairs ({origin}); check that the files are not empty")
+        if self.cfg.limit:
+            examples = examples[: self.cfg.limit]
+        return examples

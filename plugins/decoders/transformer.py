@@ -1,0 +1,134 @@
+"""The ``transformer`` decoder: causal self-attention, cross-attention and feed-forward blocks (Vaswani et al., 2017)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from zoo import register
+from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
+from zoo.layers import TargetEmbedding
+from zoo.multihead import MultiHeadAttention
+from zoo.registry import build
+from zoo_plugins.encoders.transformer import FeedForward, Residual, TransformerLayout, check_layout, final_norm
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention over the encoder memory, feed-forward; each inside a :class:`Residual`."""
+
+    def __init__(self, cfg: TransformerLayout, scorer: Any, memory_dim: int) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout)
+        self.self_residual = Residual(cfg)
+        self.cross_attn = MultiHeadAttention(
+            cfg.d_model, cfg.heads, scorer, kdim=memory_dim, vdim=memory_dim, dropout=cfg.attention_dropout
+        )
+        self.cross_residual = Residual(cfg)
+        self.ff = FeedForward(cfg)
+        self.ff_residual = Residual(cfg)
+
+    def forward(self, x, enc: EncoderOutput, *, posenc=None, q_offset=0, cache=None, need_self=False, need_cross=False):
+        """x (B, T, D) at positions q_offset.. -> (x, self weights (B, H, T, T') or None, cross weights (B, H, T, S) or None).
+
+        ``cache`` is None (teacher forcing) or ``{"self": {...}, "cross": {...}}``, updated in place.
+        """
+        self_out, self_w = self.self_attn(
+            self.self_residual.open(x), causal=True, posenc=posenc, q_offset=q_offset,
+            cache=None if cache is None else cache["self"], need_weights=need_self,
+        )
+        x = self.self_residual.close(x, self_out)
+        cross_out, cross_w = self.cross_attn(
+            self.cross_residual.open(x), enc.memory, key_mask=enc.mask,
+            cache=None if cache is None else cache["cross"], need_weights=need_cross,
+        )
+        x = self.cross_residual.close(x, cross_out)
+        x = self.ff_residual.close(x, self.ff(self.ff_residual.open(x)))
+        return x, self_w, cross_w
+
+
+@register("decoder", "transformer")
+class TransformerDecoder(Decoder):
+    """Transformer decoder: causal self-attention + cross-attention per layer, any scorer and posenc, tied output (Vaswani et al., 2017).
+
+    Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=<attention cfg>, posenc=<posenc cfg>)``.
+    The scorer is built separately for every attention (self and cross, in every
+    layer). Target embeddings are multiplied by sqrt(d_model) and initialised
+    N(0, 1/d_model), so they enter the first block with unit variance (Vaswani et
+    al., 2017); with ``tie_embeddings`` the output projection reuses the embedding
+    matrix (Press & Wolf, 2017). An absolute posenc is added to the embeddings
+    (at offset t while stepping); a relative one acts inside every self-attention;
+    cross-attention has no positional term. ``memory_dim`` may differ from
+    d_model (e.g. an RNN encoder); ``state_dim`` is unused, the decoder reads the
+    encoder only through attention. With the ``none`` scorer every attention is a
+    plain average over the visible positions.
+
+    ``forward(y_in (B, T), enc, return_attention=None) -> DecoderOutput(logits (B, T, V), attention)``
+    where ``attention = {"self": [(B, H, T, T)] per layer, "cross": [(B, H, T, S)] per layer}``
+    when asked for (default: the ``return_attention`` attribute, False), else None.
+    ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, cross weights (B, S))``,
+    the cross weights being the head average of the last layer.
+    """
+
+    @dataclass
+    class Config(TransformerLayout):
+        tie_embeddings: bool = True  # the output projection shares the target embedding matrix
+
+    def __init__(
+        self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int = 0,
+        scorer: Any = "scaled_dot", posenc: Any = "sinusoidal",
+    ) -> None:
+        super().__init__()
+        check_layout(cfg, "decoder")
+        scorer = {"name": scorer} if isinstance(scorer, str) else scorer
+        posenc = {"name": posenc} if isinstance(posenc, str) else posenc
+        d = cfg.d_model
+        self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
+        nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))
+        with torch.no_grad():
+            self.target.embedding.weight[PAD].zero_()
+        self.posenc = build("posenc", posenc, dim=d, heads=cfg.heads)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, scorer, memory_dim) for _ in range(cfg.layers))
+        self.final_norm = final_norm(cfg)
+        self.attends = self.layers[0].cross_attn.scorer.attends
+        self.return_attention = False
+
+    def _embed(self, y: torch.Tensor, offset: int) -> torch.Tensor:
+        """Token ids (B, T) at positions offset.. -> block input (B, T, d_model)."""
+        x = self.target.embed(y)
+        if not self.posenc.relative:
+            x = self.posenc(x, offset)
+        return self.dropout(x)
+
+    def forward(self, y_in: torch.Tensor, enc: EncoderOutput, return_attention: bool | None = None) -> DecoderOutput:
+        need = self.return_attention if return_attention is None else return_attention
+        relative = self.posenc if self.posenc.relative else None
+        x = self._embed(y_in, 0)
+        maps: dict[str, list] = {"self": [], "cross": []}
+        for layer in self.layers:
+            x, self_w, cross_w = layer(x, enc, posenc=relative, need_self=need, need_cross=need)
+            maps["self"].append(self_w)
+            maps["cross"].append(cross_w)
+        logits = self.target.logits(self.final_norm(x))
+        return DecoderOutput(logits, maps if need else None)
+
+    def init_cache(self, enc: EncoderOutput) -> dict:
+        """Per layer: an empty self-attention cache and the projected memory keys/values (B, H, S, d)."""
+        return {"layers": [{"self": {}, "cross": layer.cross_attn.project_memory(enc.memory)} for layer in self.layers]}
+
+    def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):
+        relative = self.posenc if self.posenc.relative else None
+        x = self._embed(y_t[:, None], t)
+        new_layers, last = [], len(self.layers) - 1
+        cross_w = None
+        for i, (layer, old) in enumerate(zip(self.layers, cache["layers"])):
+            layer_cache = {"self": dict(old["self"]), "cross": dict(old["cross"])}  # the caller's cache stays intact
+            x, _, cross_w = layer(x, enc, posenc=relative, q_offset=t, cache=layer_cache,
+                                  need_cross=self.attends and i == last)
+            new_layers.append(layer_cache)
+        logits = self.target.logits(self.final_norm(x))[:, 0]
+        attn = cross_w[:, :, 0].mean(dim=1) if cross_w is not None else None
+        return logits, {"layers": new_layers}, attn

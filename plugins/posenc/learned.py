@@ -1,0 +1,41 @@
+"""The ``learned`` positional encoding: one trained vector per position (Gehring et al., 2017; Devlin et al., 2019)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from zoo import register
+from zoo.contracts import PositionalEncoding
+
+
+@register("posenc", "learned")
+class LearnedPositionalEncoding(PositionalEncoding):
+    """A trained embedding per absolute position, added to the vectors; positions past max_len are an error.
+
+    The table P has shape (max_len, D), initialised N(0, 0.02^2) (Devlin et al., 2019).
+    ``forward(x (B, T, D), offset) -> x + P[offset .. offset+T-1]``.
+    """
+
+    @dataclass
+    class Config:
+        max_len: int = 512  # number of positions with a trained vector
+
+    def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
+        super().__init__()
+        if cfg.max_len < 1:
+            raise ValueError(f"posenc.max_len must be >= 1, got {cfg.max_len}")
+        self.max_len = cfg.max_len
+        self.embedding = nn.Embedding(cfg.max_len, dim)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        end = offset + x.shape[1]
+        if end > self.max_len:
+            raise ValueError(
+                f"learned positional encoding has max_len={self.max_len} positions but position {end - 1} was asked "
+                f"(length {x.shape[1]} at offset {offset}); raise posenc.max_len or lower data.max_len"
+            )
+        positions = torch.arange(offset, end, device=x.device)
+        return x + self.embedding(positions).to(x.dtype)

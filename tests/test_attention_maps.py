@@ -1,0 +1,161 @@
+"""Attention pictures from real tiny models and tokenizers."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from zoo import discovery, registry
+from zoo.attention_maps import (
+    AttentionMapError,
+    attention_weights,
+    grid_figure,
+    heatmap_figure,
+    token_labels,
+    write_attention_maps,
+)
+from zoo.config import DecodeConfig
+from zoo.contracts import BOS
+from zoo.model import Seq2Seq
+
+discovery.discover()
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SOURCE_TEXTS = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
+TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
+SHORT = DecodeConfig(strategy="greedy", max_len_ratio=1.0, max_len_offset=1)  # small pictures, fast tests
+
+
+def tokenizer(name: str, texts: list[str]):
+    tok = registry.build("tokenizer", registry.default_config("tokenizer", name))
+    tok.train(texts)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def tokenizers():
+    return tokenizer("word", SOURCE_TEXTS), tokenizer("word", TARGET_TEXTS)
+
+
+def model(encoder: str, decoder: str, tokenizers, attention: str = "general", layers: int = 1, heads: int = 2):
+    for kind, name in (("encoder", encoder), ("decoder", decoder), ("attention", attention)):
+        if name not in registry.names(kind):
+            pytest.skip(f"{kind} '{name}' is not registered")
+    names = {
+        "frontend": "tokens",
+        "posenc": "sinusoidal" if "transformer" in (encoder, decoder) else "none",
+        "encoder": encoder,
+        "decoder": decoder,
+        "attention": attention,
+    }
+    small = {"dim": 8, "hidden_size": 8, "embed_dim": 8, "d_model": 4 * heads, "heads": heads, "layers": layers, "ff_dim": 16}
+    cfg = {}
+    for kind, name in names.items():
+        defaults = registry.default_config(kind, name)
+        cfg[kind] = {**defaults, **{k: v for k, v in small.items() if k in defaults}}
+    torch.manual_seed(0)
+    src_tok, tgt_tok = tokenizers
+    return Seq2Seq(cfg, src_tok.vocab_size, tgt_tok.vocab_size)
+
+
+def assert_pngs(paths):
+    for path in paths:
+        data = path.read_bytes()
+        assert data.startswith(PNG_SIGNATURE), path
+        assert len(data) > 2000, path  # a real picture, not an empty canvas
+
+
+def test_rnn_decoder_gives_one_cross_attention_map(tokenizers, tmp_path):
+    m = model("gru", "rnn", tokenizers).train()
+    paths = write_attention_maps(m, *tokenizers, "the cat sat on a mat", tmp_path / "maps", decode_cfg=SHORT)
+    assert [p.name for p in paths] == ["cross_layer1_head1.png"]
+    assert sorted(tmp_path.joinpath("maps").iterdir()) == paths
+    assert_pngs(paths)
+    assert m.training  # the mode it had is restored
+
+
+def test_transformer_gives_every_layer_head_and_kind_plus_grids(tokenizers, tmp_path):
+    layers, heads = 2, 3
+    m = model("transformer", "transformer", tokenizers, attention="scaled_dot", layers=layers, heads=heads)
+    paths = write_attention_maps(m, *tokenizers, "the dog sat", tmp_path, decode_cfg=SHORT)
+    kinds = ("encoder_self", "decoder_self", "cross")
+    assert len(paths) == len(kinds) * layers * heads + len(kinds) * layers
+    assert len(set(paths)) == len(paths)
+    for kind in kinds:
+        for layer in range(1, layers + 1):
+            assert tmp_path / f"{kind}_layer{layer}_heads.png" in paths
+            for head in range(1, heads + 1):
+                assert tmp_path / f"{kind}_layer{layer}_head{head}.png" in paths
+    assert_pngs(paths)
+    assert not m.encoder.return_attention and not m.decoder.return_attention  # switched back off
+
+
+def test_mixed_model_has_the_kinds_of_its_parts(tokenizers, tmp_path):
+    m = model("transformer", "rnn", tokenizers, heads=2)
+    paths = write_attention_maps(m, *tokenizers, "a cat", tmp_path, decode_cfg=SHORT)
+    assert [p.name for p in paths] == [
+        "encoder_self_layer1_head1.png",
+        "encoder_self_layer1_head2.png",
+        "encoder_self_layer1_heads.png",
+        "cross_layer1_head1.png",
+    ]
+
+
+def test_attention_weights_shapes_and_rows_sum_to_one(tokenizers):
+    m = model("transformer", "transformer", tokenizers, attention="scaled_dot", layers=2, heads=2).eval()
+    source = torch.tensor([[4, 5, 6]])
+    target_in = torch.tensor([[BOS, 7, 8, 9]])
+    maps = attention_weights(m, source, target_in)
+    assert set(maps) == {"encoder_self", "decoder_self", "cross"}
+    shapes = {"encoder_self": (1, 2, 3, 3), "decoder_self": (1, 2, 4, 4), "cross": (1, 2, 4, 3)}
+    for kind, layers in maps.items():
+        assert len(layers) == 2
+        for w in layers:
+            assert w.shape == shapes[kind]
+            torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    assert torch.all(maps["decoder_self"][0][0, :, 0, 1:] == 0)  # causal: the first query sees only itself
+
+
+def test_a_model_without_attention_draws_nothing(tokenizers, tmp_path):
+    m = model("gru", "rnn", tokenizers, attention="none")
+    assert write_attention_maps(m, *tokenizers, "the cat", tmp_path, decode_cfg=SHORT) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_sentence_is_rejected(tokenizers, tmp_path):
+    with pytest.raises(AttentionMapError, match="no tokens"):
+        write_attention_maps(model("gru", "rnn", tokenizers), *tokenizers, "   ", tmp_path)
+
+
+def test_token_labels_name_specials_and_spaces():
+    chars = tokenizer("char", ["ab c"])
+    ids = chars.encode(["a c"])[0]
+    assert token_labels(chars, [BOS, *ids, 2]) == ["<s>", "a", "␣", "c", "</s>"]
+
+
+def test_figures_carry_the_token_labels():
+    weights = torch.softmax(torch.randn(2, 3, 4), dim=-1)
+    rows, cols = ["x", "y", "z"], ["a", "b", "c", "d"]
+    ax = heatmap_figure(weights[0], rows, cols, "one head").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == cols
+    assert [t.get_text() for t in ax.get_yticklabels()] == rows
+    grid = grid_figure(weights, rows, cols, "layer")
+    assert sum(ax.has_data() for ax in grid.axes) == 2
+    with pytest.raises(AttentionMapError, match="labels"):
+        heatmap_figure(weights[0], rows, cols[:2], "bad")
+
+
+def test_images_are_logged_to_wandb(tokenizers, tmp_path):
+    import wandb
+
+    class FakeRun:
+        def __init__(self):
+            self.logged = []
+
+        def log(self, data):
+            self.logged.append(data)
+
+    run = FakeRun()
+    paths = write_attention_maps(model("gru", "rnn", tokenizers), *tokenizers, "the cat", tmp_path, decode_cfg=SHORT, wandb_run=run)
+    assert len(run.logged) == 1
+    assert list(run.logged[0]) == [f"attention/{p.stem}" for p in paths]
+    assert all(isinstance(image, wandb.Image) for image in run.logged[0].values())

@@ -1,0 +1,391 @@
+"""Contract tests generated from the registry.
+
+Every registered component is tested against the contract of its kind the
+moment it registers: the test ids come from ``zoo.registry.entries(kind)`` after
+plugin discovery, so a new plugin needs no new test to be checked here.
+
+Components are built from their default configs, with known size fields
+(``dim``, ``hidden_size``, ``layers``...) capped to tiny values when present
+(:func:`small_config`); a component without such fields is built as it is.
+
+Datasets are tested only when their config has no field naming files on disk
+or a download location (``root``, ``path``, ``dir``, ``file``, ``url``): those
+cannot be built generically without data.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from zoo import discovery, registry
+from zoo.attention import attend
+from zoo.contracts import BOS, EOS, PAD, Example, Scorer
+
+discovery.discover()
+
+B, S, T, V, D = 3, 6, 5, 20, 32  # batch, source length, target length, vocabulary, input size
+LENGTHS = torch.tensor([6, 4, 1])  # real source tokens per row: one full row, one padded, one almost empty
+TOL = 1e-5
+
+# Known size fields and the largest value a contract test needs; only fields a component has are touched.
+SMALL_SIZES = {
+    "dim": 32,
+    "d_model": 32,
+    "embed_dim": 32,
+    "hidden_size": 16,
+    "ffn_dim": 64,
+    "ff_dim": 64,
+    "ffn_size": 64,
+    "dim_feedforward": 64,
+    "heads": 2,
+    "num_heads": 2,
+    "layers": 2,
+    "num_layers": 2,
+    "reservoir_size": 32,
+    "units": 32,
+    "train_size": 20,
+    "val_size": 5,
+    "test_size": 5,
+}
+FILE_FIELDS = ("root", "path", "dir", "file", "url")
+
+
+def small_config(kind: str, name: str, **overrides) -> dict:
+    """The default config of ``kind``/``name`` with known size fields capped to tiny values."""
+    cfg = registry.default_config(kind, name)
+    for field, cap in SMALL_SIZES.items():
+        value = cfg.get(field)
+        if type(value) is int and value > cap:
+            cfg[field] = cap
+    cfg.update(overrides)
+    return cfg
+
+
+def names(kind: str) -> list[str]:
+    return [entry.name for entry in registry.entries(kind)]
+
+
+def source_mask() -> torch.Tensor:
+    return torch.arange(S)[None, :] < LENGTHS[:, None]
+
+
+def source_ids() -> torch.Tensor:
+    ids = torch.randint(4, V, (B, S))
+    return ids.masked_fill(~source_mask(), PAD)
+
+
+def seeded(seed: int = 0) -> None:
+    torch.manual_seed(seed)
+
+
+# ------------------------------------------------------------------ every component
+@pytest.mark.parametrize("kind,name", [(e.kind, e.name) for e in registry.entries()])
+def test_every_component_documents_itself(kind, name):
+    entry = registry.get(kind, name)
+    assert entry.description, f"{kind} '{name}' needs a class docstring (its first line is shown by `zoo list`)"
+    for field in dataclasses.fields(entry.cls.Config):
+        has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+        assert has_default, f"{kind} '{name}' field '{field.name}' needs a default"
+    assert registry.default_config(kind, name)["name"] == name
+
+
+# ------------------------------------------------------------------ registry behaviour
+def test_unknown_name_lists_registered_names():
+    with pytest.raises(registry.RegistryError) as error:
+        registry.get("attention", "no_such_scorer")
+    for name in names("attention"):
+        assert name in str(error.value)
+
+
+def test_build_with_unknown_name_is_rejected():
+    with pytest.raises(registry.RegistryError, match="no_such_encoder"):
+        registry.build("encoder", {"name": "no_such_encoder"}, input_dim=D)
+
+
+def test_duplicate_registration_from_another_module_names_both_modules():
+    original = registry.get("encoder", "gru")
+
+    class Impostor(torch.nn.Module):
+        """Pretends to be the GRU encoder."""
+
+        @dataclass
+        class Config:
+            pass
+
+    Impostor.__module__ = "somebody_elses_plugin"
+    with pytest.raises(registry.RegistryError) as error:
+        registry.register("encoder", "gru")(Impostor)
+    assert "somebody_elses_plugin" in str(error.value)
+    assert original.module in str(error.value)
+    assert registry.get("encoder", "gru") is original
+
+
+def test_config_with_unknown_field_is_rejected():
+    cfg = registry.default_config("attention", "dot", no_such_field=3)
+    with pytest.raises(registry.RegistryError, match="no_such_field"):
+        registry.build("attention", cfg, query_dim=8, key_dim=8, heads=1)
+
+
+def test_config_without_name_is_rejected():
+    with pytest.raises(registry.RegistryError, match="no 'name'"):
+        registry.build("attention", {}, query_dim=8, key_dim=8, heads=1)
+
+
+def test_unknown_kind_is_rejected():
+    with pytest.raises(registry.RegistryError, match="unknown component kind"):
+        registry.register("no_such_kind", "x")
+
+
+# ------------------------------------------------------------------ attention scorers
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("name", names("attention"))
+def test_scorer_contract(name, heads):
+    seeded()
+    dim = 8
+    scorer = registry.build("attention", small_config("attention", name), query_dim=dim, key_dim=dim, heads=heads)
+    assert isinstance(scorer, Scorer)
+    q = torch.randn(B, heads, T, dim, requires_grad=True)
+    k = torch.randn(B, heads, S, dim, requires_grad=True)
+    scores = scorer(q, k)
+    assert scores.shape == (B, heads, T, S)
+    if not scorer.attends:
+        return
+
+    params = [p for p in scorer.parameters() if p.requires_grad]
+    scores.square().sum().backward()
+    for p in params:
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{name}: a parameter gets no gradient"
+    assert q.grad.abs().sum() > 0, f"{name}: no gradient reaches the queries"
+
+    mask = source_mask()
+    values = torch.randn(B, heads, S, 4)
+    context, weights = attend(scores.detach(), values, key_mask=mask)
+    assert context.shape == (B, heads, T, 4)
+    assert torch.all(weights.masked_select(~mask[:, None, None, :]) == 0), "padded keys must get exactly zero weight"
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, heads, T))
+
+
+# ------------------------------------------------------------------ frontends
+@pytest.mark.parametrize("name", names("frontend"))
+def test_frontend_contract(name):
+    seeded()
+    frontend = registry.build("frontend", small_config("frontend", name), vocab_size=V).eval()
+    source = source_ids()
+    x, mask = frontend(source)
+    assert x.shape == (B, S, frontend.output_dim)
+    assert mask.dtype == torch.bool
+    assert torch.equal(mask, source != PAD)
+
+
+# ------------------------------------------------------------------ encoders
+def build_encoder(name: str, input_dim: int = D):
+    return registry.build("encoder", small_config("encoder", name), input_dim=input_dim)
+
+
+@pytest.mark.parametrize("name", names("encoder"))
+def test_encoder_shapes_and_gradients(name):
+    seeded()
+    encoder = build_encoder(name).train()
+    mask = source_mask()
+    x = torch.randn(B, S, D, requires_grad=True)
+    out = encoder(x, mask)
+    assert out.memory.shape == (B, S, encoder.output_dim)
+    assert out.state.shape == (B, encoder.state_dim)
+    assert torch.equal(out.mask, mask)
+
+    # A loss over real positions and the summary; something trainable (the input stands in for the embedding) learns.
+    (out.memory[mask].sum() + out.state.sum()).backward()
+    trainable = [x] + [p for p in encoder.parameters() if p.requires_grad]
+    assert any(t.grad is not None and t.grad.abs().sum() > 0 for t in trainable), f"{name}: no gradient flows"
+
+
+@pytest.mark.parametrize("name", names("encoder"))
+def test_encoder_ignores_appended_padding(name):
+    seeded()
+    encoder = build_encoder(name).eval()
+    mask = source_mask()
+    x = torch.randn(B, S, D)
+    extra = 3
+    x_long = torch.cat([x, torch.randn(B, extra, D)], dim=1)  # arbitrary vectors at the new padded steps
+    mask_long = torch.cat([mask, torch.zeros(B, extra, dtype=torch.bool)], dim=1)
+    with torch.no_grad():
+        short, long = encoder(x, mask), encoder(x_long, mask_long)
+    assert long.memory.shape[:2] == (B, S + extra)
+    real = mask[..., None]
+    torch.testing.assert_close(long.memory[:, :S] * real, short.memory * real, atol=TOL, rtol=0)
+    torch.testing.assert_close(long.state, short.state, atol=TOL, rtol=0)
+
+
+# ------------------------------------------------------------------ decoders
+def encoder_output(train: bool):
+    """A small GRU encoder's output over a padded batch (the default encoder)."""
+    encoder = build_encoder("gru").train(train)
+    out = encoder(torch.randn(B, S, D), source_mask())
+    return encoder, out
+
+
+def build_decoder(name: str, scorer: str, posenc: str, memory_dim: int, state_dim: int):
+    cfg = small_config("decoder", name)
+    if "hidden_size" in cfg:  # queries then match the memory size, which dot-product scorers need
+        cfg["hidden_size"] = memory_dim
+    return registry.build(
+        "decoder",
+        cfg,
+        vocab_size=V,
+        memory_dim=memory_dim,
+        state_dim=state_dim,
+        scorer=small_config("attention", scorer),
+        posenc=small_config("posenc", posenc),
+    )
+
+
+def target_ids() -> torch.Tensor:
+    y = torch.randint(4, V, (B, T))
+    y[:, 0] = BOS
+    return y
+
+
+def decoder_cases() -> list[tuple[str, str, str]]:
+    """Each decoder with each scorer (posenc none) and with each posenc (scaled_dot attention)."""
+    cases = []
+    for decoder in names("decoder"):
+        cases += [(decoder, scorer, "none") for scorer in names("attention")]
+        cases += [(decoder, "scaled_dot", posenc) for posenc in names("posenc") if posenc != "none"]
+    return cases
+
+
+def decoder_or_skip(name, scorer, posenc, enc_module):
+    """Build the decoder; a decoder other than ``rnn`` may refuse a scorer/posenc with a clear ValueError."""
+    try:
+        return build_decoder(name, scorer, posenc, enc_module.output_dim, enc_module.state_dim)
+    except ValueError as error:
+        if name == "rnn":
+            raise
+        pytest.skip(f"decoder '{name}' refuses scorer '{scorer}' / posenc '{posenc}': {error}")
+
+
+@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
+def test_decoder_shapes_and_gradients(name, scorer, posenc):
+    seeded()
+    encoder, enc = encoder_output(train=True)
+    decoder = decoder_or_skip(name, scorer, posenc, encoder).train()
+    y = target_ids()
+    out = decoder(y, enc)
+    assert out.logits.shape == (B, T, V)
+    F.cross_entropy(out.logits.reshape(-1, V), torch.randint(4, V, (B * T,))).backward()
+    # Every trainable parameter must take part (DDP fails on unused parameters).
+    unused = [n for n, p in decoder.named_parameters() if p.requires_grad and p.grad is None]
+    assert not unused, f"decoder parameters without gradient: {unused}"
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in encoder.parameters()), "no gradient to encoder"
+
+
+@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
+def test_decoder_steps_match_teacher_forcing(name, scorer, posenc):
+    seeded()
+    encoder, enc = encoder_output(train=False)
+    decoder = decoder_or_skip(name, scorer, posenc, encoder).eval()
+    y = target_ids()
+    with torch.no_grad():
+        full = decoder(y, enc).logits
+        cache = decoder.init_cache(enc)
+        for t in range(T):
+            logits, cache, attn = decoder.step(y[:, t], enc, cache, t)
+            assert logits.shape == (B, V)
+            torch.testing.assert_close(logits, full[:, t], atol=TOL, rtol=0, msg=f"step {t} differs from forward()")
+            if attn is not None:
+                assert attn.shape == (B, S)
+                assert torch.all(attn.masked_select(~enc.mask) == 0), "padded source positions got attention"
+
+
+@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
+def test_decoder_reorder_cache(name, scorer, posenc):
+    """Reordering (and repeating, as beam search does) cache rows equals stepping reordered inputs."""
+    seeded()
+    encoder, enc = encoder_output(train=False)
+    decoder = decoder_or_skip(name, scorer, posenc, encoder).eval()
+    y = target_ids()
+    index = torch.tensor([2, 0, 1, 0])
+    with torch.no_grad():
+        cache = decoder.init_cache(enc)
+        for t in range(2):
+            _, cache, _ = decoder.step(y[:, t], enc, cache, t)
+        expected, _, _ = decoder.step(y[:, 2], enc, cache, 2)
+        reordered = decoder.reorder_cache(cache, index)
+        logits, _, _ = decoder.step(y[index, 2], enc.index_select(index), reordered, 2)
+    torch.testing.assert_close(logits, expected[index], atol=TOL, rtol=0)
+
+
+# ------------------------------------------------------------------ positional encodings
+@pytest.mark.parametrize("name", names("posenc"))
+def test_posenc_offsets(name):
+    """Offsets make step-by-step use exact: encoding a suffix at offset k equals the suffix of the whole."""
+    seeded()
+    heads, k = 2, 2
+    posenc = registry.build("posenc", small_config("posenc", name), dim=D, heads=heads).eval()
+    x = torch.randn(B, T, D)
+    with torch.no_grad():
+        full = posenc(x)
+        assert full.shape == x.shape
+        torch.testing.assert_close(posenc(x[:, k:], offset=k), full[:, k:], atol=TOL, rtol=0)
+        if not posenc.relative:
+            return
+        torch.testing.assert_close(full, x)  # relative kinds act inside attention only
+        dh = D // heads
+        q, keys = torch.randn(B, heads, T, dh), torch.randn(B, heads, S, dh)
+        q_rot, k_rot = posenc.rotate(q, keys)
+        assert q_rot.shape == q.shape and k_rot.shape == keys.shape
+        torch.testing.assert_close(posenc.rotate(q[:, :, k:], keys, q_offset=k)[0], q_rot[:, :, k:], atol=TOL, rtol=0)
+        torch.testing.assert_close(posenc.rotate(q, keys[:, :, k:], k_offset=k)[1], k_rot[:, :, k:], atol=TOL, rtol=0)
+        bias = posenc.bias(T, S)
+        if bias is not None:
+            assert bias.shape == (heads, T, S)
+            torch.testing.assert_close(posenc.bias(T - k, S, q_offset=k), bias[:, k:], atol=TOL, rtol=0)
+
+
+# ------------------------------------------------------------------ tokenizers
+SENTENCES = ["the cat sat on the mat", "a dog ran in the park", "the dog sat", "a cat ran on a mat"]
+
+
+@pytest.mark.parametrize("name", names("tokenizer"))
+def test_tokenizer_contract(name, tmp_path):
+    tokenizer = registry.build("tokenizer", small_config("tokenizer", name))
+    tokenizer.train(SENTENCES * 3)  # every word seen several times, so no frequency cut-off drops it
+    ids = tokenizer.encode(SENTENCES)
+    assert len(ids) == len(SENTENCES)
+    for row in ids:
+        assert row and all(isinstance(i, int) and 0 <= i < tokenizer.vocab_size for i in row)
+        assert not {PAD, BOS, EOS} & set(row), "encode must not add PAD/BOS/EOS"
+    assert tokenizer.decode(ids) == SENTENCES
+    assert tokenizer.decode([[BOS, *ids[0], EOS, PAD, PAD]]) == [SENTENCES[0]], "decode must drop special tokens"
+
+    path = tmp_path / "tokenizer"
+    tokenizer.save(str(path))
+    restored = registry.build("tokenizer", small_config("tokenizer", name))
+    restored.load(str(path))
+    assert restored.vocab_size == tokenizer.vocab_size
+    assert restored.encode(SENTENCES) == ids
+
+
+# ------------------------------------------------------------------ datasets
+def dataset_names_without_files() -> list[str]:
+    return [
+        e.name
+        for e in registry.entries("dataset")
+        if not any(word in f.name for f in dataclasses.fields(e.cls.Config) for word in FILE_FIELDS)
+    ]
+
+
+@pytest.mark.parametrize("name", dataset_names_without_files())
+def test_dataset_contract(name):
+    cfg = small_config("dataset", name)
+    splits = registry.build("dataset", cfg).splits()
+    assert set(splits) == {"train", "val", "test"}
+    for split, examples in splits.items():
+        assert examples, f"{split} split is empty"
+        assert all(isinstance(e, Example) and isinstance(e.target, str) for e in examples)
+    again = registry.build("dataset", cfg).splits()
+    assert again == splits, "building the same config twice must give the same examples"

@@ -1,0 +1,120 @@
+"""The ``parallel`` dataset: Multi30k-style files (plain or .gz) and TSV files, with clear errors."""
+import gzip
+import logging
+
+import pytest
+
+from zoo import discovery, registry
+from zoo.contracts import Example
+from zoo_plugins.datasets.parallel import CorpusError
+
+discovery.discover()
+
+DE = {"train": ["ein Hund", "eine Katze", "zwei Männer"], "val": ["ein Mann"], "test_2016_flickr": ["eine Frau"]}
+EN = {"train": ["a dog", "a cat", "two men"], "val": ["a man"], "test_2016_flickr": ["a woman"]}
+
+
+def write(path, lines, compress=False):
+    text = "".join(line + "\n" for line in lines)
+    if compress:
+        with gzip.open(f"{path}.gz", "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def corpus(folder, compress=False):
+    for split in DE:
+        write(folder / f"{split}.de", DE[split], compress)
+        write(folder / f"{split}.en", EN[split], compress)
+    return folder
+
+
+def tsv_corpus(folder, rows=None):
+    for split in DE:
+        write(folder / f"{split}.tsv", rows if rows and split == "train" else [f"{d}\t{e}" for d, e in zip(DE[split], EN[split])])
+    return folder
+
+
+def splits(root, **overrides):
+    return registry.build("dataset", registry.default_config("dataset", "parallel", root=str(root), **overrides)).splits()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_reads_plain_and_gzip_files(tmp_path, compress):
+    data = splits(corpus(tmp_path, compress))
+    assert data["train"] == [Example(d, e) for d, e in zip(DE["train"], EN["train"])]
+    assert data["val"] == [Example("ein Mann", "a man")]
+    assert data["test"] == [Example("eine Frau", "a woman")]
+
+
+def test_language_direction_limit_and_lowercase(tmp_path):
+    data = splits(corpus(tmp_path), src_lang="en", tgt_lang="de", limit=2, lowercase=True)
+    assert data["train"] == [Example("a dog", "ein hund"), Example("a cat", "eine katze")]
+
+
+def test_tsv_is_detected_automatically_and_can_be_forced_off(tmp_path):
+    tsv_corpus(tmp_path)
+    assert splits(tmp_path)["train"] == [Example(d, e) for d, e in zip(DE["train"], EN["train"])]
+    assert splits(tmp_path, format="tsv")["test"] == [Example("eine Frau", "a woman")]
+    with pytest.raises(CorpusError, match="train.de"):
+        splits(tmp_path, format="files")
+
+
+def test_empty_pairs_are_dropped_and_counted(tmp_path, caplog):
+    corpus(tmp_path)
+    write(tmp_path / "train.de", ["ein Hund", "  ", "eine Katze", ""])
+    write(tmp_path / "train.en", ["a dog", "a thing", "", ""])
+    with caplog.at_level(logging.INFO):
+        data = splits(tmp_path)
+    assert data["train"] == [Example("ein Hund", "a dog")]
+    assert "dropped 3 of 4 pairs" in caplog.text
+
+
+def test_blank_tsv_lines_are_dropped(tmp_path):
+    tsv_corpus(tmp_path, rows=["ein Hund\ta dog", "", "x\t ", "eine Katze\ta cat"])
+    assert splits(tmp_path)["train"] == [Example("ein Hund", "a dog"), Example("eine Katze", "a cat")]
+
+
+def test_missing_root(tmp_path):
+    with pytest.raises(CorpusError, match="not a folder"):
+        splits(tmp_path / "nowhere")
+    with pytest.raises(CorpusError, match="dataset.root is not set"):
+        splits("")
+
+
+def test_missing_split_file_names_the_expected_paths(tmp_path):
+    corpus(tmp_path)
+    (tmp_path / "val.en").unlink()
+    with pytest.raises(CorpusError) as error:
+        splits(tmp_path)
+    assert str(tmp_path / "val.en") in str(error.value) and "val.en.gz" in str(error.value)
+
+
+def test_mismatched_line_counts_name_both_files(tmp_path):
+    corpus(tmp_path)
+    write(tmp_path / "train.en", ["a dog", "a cat"])
+    with pytest.raises(CorpusError) as error:
+        splits(tmp_path)
+    message = str(error.value)
+    assert "train.de has 3 lines" in message and "train.en has 2" in message
+
+
+def test_empty_corpus(tmp_path):
+    corpus(tmp_path)
+    write(tmp_path / "test_2016_flickr.de", [])
+    write(tmp_path / "test_2016_flickr.en", [])
+    with pytest.raises(CorpusError, match="test split has no sentence pairs"):
+        splits(tmp_path)
+
+
+def test_malformed_tsv_line_names_file_and_line(tmp_path):
+    tsv_corpus(tmp_path, rows=["ein Hund\ta dog", "eine Katze a cat"])
+    with pytest.raises(CorpusError, match=r"train\.tsv:2: expected source<TAB>target, found 1"):
+        splits(tmp_path)
+
+
+@pytest.mark.parametrize("overrides, message", [({"format": "csv"}, "format='csv' is unknown"), ({"limit": -1}, "limit")])
+def test_bad_settings(tmp_path, overrides, message):
+    with pytest.raises(CorpusError, match=message):
+        splits(corpus(tmp_path), **overrides)

@@ -1,0 +1,89 @@
+"""The ``rnn``, ``gru`` and ``lstm`` encoders: packing, padding, state and sizes."""
+import pytest
+import torch
+
+from zoo import discovery, registry
+
+discovery.discover()
+
+B, S, D, H = 3, 5, 6, 4
+LENGTHS = torch.tensor([5, 3, 1])
+CELLS = ["rnn", "gru", "lstm"]
+
+
+def encoder(name, **overrides):
+    cfg = registry.default_config("encoder", name, hidden_size=H, **overrides)
+    return registry.build("encoder", cfg, input_dim=D)
+
+
+def mask_for(lengths, length):
+    return torch.arange(length)[None, :] < lengths[:, None]
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("name", CELLS)
+def test_sizes(name, bidirectional):
+    enc = encoder(name, bidirectional=bidirectional, layers=2)
+    directions = 2 if bidirectional else 1
+    assert enc.output_dim == enc.state_dim == H * directions
+    out = enc(torch.randn(B, S, D), mask_for(LENGTHS, S))
+    assert out.memory.shape == (B, S, H * directions)
+    assert out.state.shape == (B, H * directions)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("name", CELLS)
+def test_padding_is_invisible(name, layers):
+    torch.manual_seed(0)
+    enc = encoder(name, layers=layers).eval()
+    x = torch.randn(B, S, D)
+    mask = mask_for(LENGTHS, S)
+    x_long = torch.cat([x, 100 * torch.randn(B, 4, D)], dim=1)  # loud garbage in the new padded steps
+    with torch.no_grad():
+        short = enc(x, mask)
+        long = enc(x_long, mask_for(LENGTHS, S + 4))
+        garbage_inside = enc(torch.where(mask[..., None], x, 100 * torch.randn(B, S, D)), mask)
+    torch.testing.assert_close(long.memory[:, :S], short.memory, atol=1e-6, rtol=0)
+    torch.testing.assert_close(long.state, short.state, atol=1e-6, rtol=0)
+    torch.testing.assert_close(garbage_inside.memory, short.memory, atol=1e-6, rtol=0)
+    assert torch.all(long.memory[~mask_for(LENGTHS, S + 4)] == 0), "memory at padded positions must be zero"
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_state_is_final_state_of_each_direction(name):
+    """Forward direction ends at the last real token, backward direction at the first."""
+    enc = encoder(name).eval()
+    with torch.no_grad():
+        out = enc(torch.randn(B, S, D), mask_for(LENGTHS, S))
+    last = out.memory[torch.arange(B), LENGTHS - 1, :H]
+    torch.testing.assert_close(out.state[:, :H], last)
+    torch.testing.assert_close(out.state[:, H:], out.memory[:, 0, H:])
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_row_without_real_tokens_gives_zero_memory(name):
+    enc = encoder(name).eval()
+    mask = mask_for(torch.tensor([3, 0]), 3)
+    out = enc(torch.randn(2, 3, D), mask)
+    assert torch.all(out.memory[1] == 0)
+    assert torch.isfinite(out.state).all()
+
+
+def test_elman_uses_tanh_and_lstm_is_an_lstm():
+    assert encoder("rnn").rnn.nonlinearity == "tanh"
+    assert isinstance(encoder("lstm").rnn, torch.nn.LSTM)
+    assert isinstance(encoder("gru").rnn, torch.nn.GRU)
+
+
+def test_dropout_only_in_training():
+    enc = encoder("gru", dropout=0.5)
+    x, mask = torch.randn(B, S, D), mask_for(LENGTHS, S)
+    enc.eval()
+    assert torch.equal(enc(x, mask).memory, enc(x, mask).memory)
+    enc.train()
+    assert not torch.equal(enc(x, mask).memory, enc(x, mask).memory)
+
+
+def test_zero_layers_is_rejected():
+    with pytest.raises(ValueError, match="layers >= 1"):
+        encoder("gru", layers=0)
