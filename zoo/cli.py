@@ -109,7 +109,10 @@ def cmd_attention(args: list[str]) -> None:
     import zoo
 
     paths = zoo.load(opts.run_dir).attention_maps(opts.sentence)
-    print(f"wrote {len(paths)} attention maps to {os.path.dirname(paths[0]) if paths else opts.run_dir}")
+    if not paths:
+        print("this model has no attention to draw (e.g. attention=none with an RNN encoder)")
+        return
+    print(f"wrote {len(paths)} attention maps to {os.path.dirname(paths[0])}")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,30 @@ class Translator:
         from zoo.attention_maps import write_attention_maps
 
         slug = re.sub(r"[^\w]+", "_", sentence.strip())[:40].strip("_") or "sentence"
-        return write_attention_maps(
-            self.module.model, self.src_tokenizer, self.tgt_tokenizer, sentence, self.run_dir / "attention" / slug
+        wandb_run = self._wandb_run("attention")
+        try:
+            return write_attention_maps(
+            self.module.model,
+            self.src_tokenizer,
+            self.tgt_tokenizer,
+            sentence,
+                self.run_dir / "attention" / slug,
+                decode_cfg=self.decode_cfg,
+                wandb_run=wandb_run,
+            )
+        finally:
+            if wandb_run is not None:
+                wandb_run.finish()
+
+    def _wandb_run(self, job_type: str):
+        """A W&B run beside the training run's, when that run logged to W&B."""
+        logger = self.module.cfg["logger"]
+        if not logger["wandb"]:
+            return None
+        import wandb
+
+        from zoo.tracking import wandb_mode
+
+        return wandb.init(
+            project=logger["project"], dir=str(self.run_dir), mode=wandb_mode(logger), job_type=job_type, name=self.run_dir.name
         )

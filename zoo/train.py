@@ -6,6 +6,7 @@ import logging
 import platform
 import resource
 import time
+import warnings
 from pathlib import Path
 
 import hydra
@@ -76,27 +77,37 @@ def check_run_dir(run_dir: Path) -> None:
 def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
     loggers = [CSVLogger(save_dir=str(run_dir), name="", version="")]
     if cfg.logger.wandb:
-        import os
-
         from lightning.pytorch.loggers import WandbLogger
 
-        mode = cfg.logger.mode or os.environ.get("WANDB_MODE", "offline")
+        from zoo.tracking import wandb_mode
+
         loggers.append(
             WandbLogger(
                 project=cfg.logger.project,
                 save_dir=str(run_dir),
                 name=run_dir.name,
-                mode=mode,
+                mode=wandb_mode(cfg.logger),
                 config=OmegaConf.to_container(cfg, resolve=True),
             )
         )
     return loggers
 
 
+def quiet_lightning() -> None:
+    """Hide Lightning's advertising and notices that do not apply to a zoo run."""
+    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
+    warnings.filterwarnings("ignore", message=".*is smaller than the logging interval.*")
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_run_dir(run_dir)
+    quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
@@ -122,9 +133,7 @@ def train(cfg: DictConfig) -> dict:
         gradient_clip_val=t.gradient_clip_val,
         val_check_interval=t.val_check_interval,
         check_val_every_n_epoch=t.check_val_every_n_epoch,
-        limit_train_batches=t.limit_train_batches,
-        limit_val_batches=t.limit_val_batches,
-        limit_test_batches=t.limit_test_batches,
+        **_limits(t),
         log_every_n_steps=t.log_every_n_steps,
         enable_progress_bar=t.enable_progress_bar,
         logger=make_loggers(cfg, run_dir),
@@ -140,6 +149,12 @@ def train(cfg: DictConfig) -> dict:
     write_outputs(run_dir, module, summary, cfg.samples)
     print_result(summary, run_dir)
     return summary
+
+
+def _limits(t) -> dict:
+    """Batch limits that differ from "all" (passing the default makes Lightning print a notice)."""
+    limits = {k: t[k] for k in ("limit_train_batches", "limit_val_batches", "limit_test_batches")}
+    return {k: v for k, v in limits.items() if v != 1.0}
 
 
 def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -> dict:

@@ -1,0 +1,1 @@
+"""Hydra configs: the primary config and presets (a package so Hydra can find it when installed)."""
