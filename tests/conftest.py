@@ -7,6 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+# Tests run in parallel (pytest-xdist, one worker per core); one thread each avoids oversubscription.
+torch.set_num_threads(1)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -68,9 +68,10 @@ def test_cross_attention_weights(style):
 def test_cache_is_batch_first(cell):
     dec = decoder(cell=cell, style="luong", layers=2)
     cache = dec.init_cache(enc_output())
-    expected = {"h", "feed"} | ({"c"} if cell == "lstm" else set())
+    expected = {"h", "keys", "feed"} | ({"c"} if cell == "lstm" else set())
     assert set(cache) == expected
     assert cache["h"].shape == (B, 2, HID)
+    assert cache["keys"].shape[:3] == (B, 1, S)
     assert cache["feed"].shape == (B, HID)
     if cell == "lstm":
         assert cache["c"].shape == (B, 2, HID)
@@ -151,3 +152,12 @@ def test_learns_to_copy_a_batch():
         optim.step()
         losses.append(loss.item())
     assert losses[-1] < 0.1 * losses[0]
+
+
+@pytest.mark.parametrize("scorer", ["dot", "scaled_dot", "cosine"])
+def test_equal_dim_scorers_work_over_a_memory_of_another_width(scorer):
+    """E.g. a bidirectional encoder's memory is wider than the decoder state: keys are projected to fit."""
+    assert MEM != HID
+    dec = decoder(scorer=scorer)
+    assert dec.keys.weight.shape == (HID, MEM)
+    assert dec(targets(), enc_output()).logits.shape == (B, T, V)

@@ -12,7 +12,8 @@ B, H, T, S = 2, 2, 3, 4
 
 
 def scorer(name, dq=5, dk=5, heads=H, **cfg):
-    return registry.build("attention", registry.default_config("attention", name, **cfg), query_dim=dq, key_dim=dk, heads=heads)
+    config = registry.default_config("attention", name, **cfg)
+    return registry.build("attention", config, query_dim=dq, key_dim=dk, heads=heads)
 
 
 def qk(dq=5, dk=5):

@@ -116,6 +116,9 @@ class Scorer(nn.Module):
 
     #: False for the ``none`` scorer: the decoder then sees only the encoder summary.
     attends: bool = True
+    #: True when the formula compares q and k directly (dot, cosine): an RNN decoder
+    #: then projects its memory to the query size first.
+    needs_equal_dims: bool = False
 
 
 @dataclass

@@ -19,7 +19,9 @@ class TargetEmbedding(nn.Module):
     embeddings by sqrt(embed_dim) (Vaswani et al., 2017).
     """
 
-    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, tie: bool = False, scale: bool = False) -> None:
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden_dim: int, tie: bool = False, scale: bool = False
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.scale = math.sqrt(embed_dim) if scale else 1.0

@@ -24,6 +24,8 @@ class CosineScorer(Scorer):
     ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
     """
 
+    needs_equal_dims = True
+
     @dataclass
     class Config:
         temperature: float = 10.0  # initial tau; cosine scores lie in [-tau, tau]

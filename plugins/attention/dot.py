@@ -16,6 +16,8 @@ class DotScorer(Scorer):
     ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
     """
 
+    needs_equal_dims = True
+
     @dataclass
     class Config:
         pass

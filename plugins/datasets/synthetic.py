@@ -11,29 +11,27 @@ an invented language with the properties that make real translation hard:
   share statistics across forms: nouns and adjectives take number and case
   suffixes (adjectives agree with their noun), verbs take tense and agree with
   their subject in person and number, relative-clause verbs become participles
-  that agree with the noun they describe. Suffixes have two shapes, chosen by
-  whether the word so far ends in a vowel (like vowel-conditioned allomorphs):
+  that agree with the noun they describe. Each suffix has two shapes, ``x|y``:
+  ``x`` after a vowel, ``y`` after a consonant (like vowel-conditioned allomorphs)::
 
-  ============  =================  =============================
-  category      values             suffix (after vowel / consonant)
-  ============  =================  =============================
-  number        sg / pl            - / ri, eri
-  case          nom acc obl gen    - / t, et / n, en / s, is
-                com                la, ala
-  tense         present / past     - / vi, evi
-  agreement     1sg 2sg 3sg        m, um / s, us / t, et
-                1pl 3pl            mo, umo / n, en
-  participle    sg / pl head       nu, unu / nur, unur
-  ============  =================  =============================
+      number      sg -      pl ri|eri
+      case        nom -     acc t|et    obl n|en    gen s|is    com la|ala
+      tense       present - past vi|evi
+      agreement   1sg m|um  2sg s|us    3sg t|et    1pl mo|umo  3pl n|en
+      participle  sg head nu|unu        pl head nur|unur
 
+  "the" has no target word, "a"/"some" become a word after the noun phrase,
+  "this"/"these" a word before it.
 * **Long sentences.** Clauses are joined by conjunctions and grow by
   adjectives, place phrases, possessors, companions and relative clauses, so a
   sentence of any requested length (2 to 100+ words) reads naturally.
 
-Example (source 10 words -> target 6 words)::
+Example (glosses: PL plural, ACC accusative, OBL oblique, GEN genitive,
+PTCP participle, 3SG third person singular)::
 
-    the old king that sees the dogs sleeps in the garden
-    doferit ripu-nu-form ...   (see ``SyntheticDataset.language`` for the real lexicon)
+    a king that chases the dogs took this old hat of the girls near the river
+    belukerit  gotanu     zato mul sogilen   tul  zil  mafiris     miriset nuvelet sufanevit
+    dog-PL-ACC chase-PTCP king a   river-OBL near this girl-PL-GEN hat-ACC old-ACC take-PAST-3SG
 
 The translation is a deterministic function of the source sentence (each
 preposition attaches in one way only, every noun takes at most one modifier),

@@ -38,7 +38,7 @@ from zoo import register
 from zoo.attention import attend
 from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
 from zoo.layers import TargetEmbedding
-from zoo.registry import build
+from zoo.registry import build, get
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell, "rnn": nn.RNNCell}
 STYLES = ("bahdanau", "luong")
@@ -52,7 +52,8 @@ class RNNDecoder(Decoder):
     Built as ``RNNDecoder(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=cfg, posenc=cfg)``.
     ``forward(y_in (B, T), enc) -> DecoderOutput(logits (B, T, V), attention={"cross": (B, 1, T, S)})``
     (``attention`` is None with the ``none`` scorer). The cache is
-    ``{"h": (B, layers, hidden), "c": (B, layers, hidden) (LSTM only), "feed": (B, hidden) (Luong only)}``.
+    ``{"h": (B, layers, hidden), "keys": (B, 1, S, key_dim), "c": (B, layers, hidden) (LSTM only),
+    "feed": (B, hidden) (Luong only)}``.
     The initial state is ``tanh(W enc.state)`` for every layer (``bridge=learned``, as
     Bahdanau et al. (2015) initialise from the encoder) or zeros.
     """
@@ -81,7 +82,12 @@ class RNNDecoder(Decoder):
         self.cell, self.style, self.bridge_kind = cfg.cell, cfg.style, cfg.bridge
         self.layers, self.hidden_size = cfg.layers, hidden
 
-        self.scorer = build("attention", scorer, query_dim=hidden, key_dim=memory_dim, heads=1)
+        scorer_cls = get("attention", scorer["name"]).cls
+        key_dim = hidden if scorer_cls.needs_equal_dims else memory_dim
+        # Keys are the memory, projected to the query size when the scorer compares q and k directly
+        # (e.g. dot attention over a bidirectional encoder of twice the decoder's width).
+        self.keys = nn.Linear(memory_dim, key_dim, bias=False) if key_dim != memory_dim else nn.Identity()
+        self.scorer = build("attention", scorer, query_dim=hidden, key_dim=key_dim, heads=1)
         self.attends = self.scorer.attends
         self.summary = None if self.attends else nn.Linear(state_dim, memory_dim)
 
@@ -113,17 +119,17 @@ class RNNDecoder(Decoder):
         return DecoderOutput(logits=logits, attention=attention)
 
     def init_cache(self, enc: EncoderOutput) -> dict:
-        batch, dtype = enc.state.shape[0], enc.memory.dtype
+        batch = enc.state.shape[0]
         parts = 2 if self.cell == "lstm" else 1
         if self.bridge is not None:
             start = torch.tanh(self.bridge(enc.state)).view(batch, parts, self.layers, self.hidden_size)
         else:
-            start = enc.memory.new_zeros(batch, parts, self.layers, self.hidden_size, dtype=dtype)
-        cache = {"h": start[:, 0]}
+            start = enc.memory.new_zeros(batch, parts, self.layers, self.hidden_size)
+        cache = {"h": start[:, 0], "keys": self.keys(enc.memory)[:, None]}  # keys (B, 1, S, key_dim)
         if self.cell == "lstm":
             cache["c"] = start[:, 1]
         if self.style == "luong":
-            cache["feed"] = enc.memory.new_zeros(batch, self.hidden_size, dtype=dtype)
+            cache["feed"] = enc.memory.new_zeros(batch, self.hidden_size)  # h~_0
         return cache
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):
@@ -135,22 +141,22 @@ class RNNDecoder(Decoder):
     def _step(self, e: torch.Tensor, enc: EncoderOutput, cache: dict):
         """Embedded token e (B, E) -> (output vector (B, hidden), new cache, weights (B, S) or None)."""
         if self.style == "bahdanau":
-            context, weights = self._context(cache["h"][:, -1], enc)  # query: s_{t-1} of the top layer
+            context, weights = self._context(cache["h"][:, -1], enc, cache)  # query: s_{t-1} of the top layer
             top, new_cache = self._recur(torch.cat([e, context], dim=-1), cache)
             out = torch.tanh(self.output(torch.cat([top, context, e], dim=-1)))
         else:
             top, new_cache = self._recur(torch.cat([e, cache["feed"]], dim=-1), cache)
-            context, weights = self._context(top, enc)  # query: s_t
+            context, weights = self._context(top, enc, cache)  # query: s_t
             out = torch.tanh(self.output(torch.cat([context, top], dim=-1)))  # h~_t
             new_cache["feed"] = out
         return self.dropout(out), new_cache, weights
 
-    def _context(self, query: torch.Tensor, enc: EncoderOutput):
+    def _context(self, query: torch.Tensor, enc: EncoderOutput, cache: dict):
         """Query (B, hidden) -> context (B, D) and attention weights (B, S) (None without attention)."""
         if not self.attends:
             return self.summary(enc.state), None
         values = enc.memory[:, None]  # (B, 1, S, D): one head
-        scores = self.scorer(query[:, None, None, :], values)  # (B, 1, 1, S)
+        scores = self.scorer(query[:, None, None, :], cache["keys"])  # (B, 1, 1, S)
         context, weights = attend(scores, values, key_mask=enc.mask)
         return context[:, 0, 0], weights[:, 0, 0]
 
@@ -167,7 +173,7 @@ class RNNDecoder(Decoder):
                 h = cell(x, cache["h"][:, i])
             hs.append(h)
             x = h
-        new_cache = {"h": torch.stack(hs, dim=1)}
+        new_cache = {"h": torch.stack(hs, dim=1), "keys": cache["keys"]}
         if cs:
             new_cache["c"] = torch.stack(cs, dim=1)
         return x, new_cache
