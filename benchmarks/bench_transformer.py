@@ -50,7 +50,10 @@ class ZooModel(nn.Module):
 
     def __init__(self, args) -> None:
         super().__init__()
-        layout = dict(layers=args.layers, d_model=args.d_model, heads=args.heads, ff_dim=args.ff_dim, dropout=args.dropout)
+        layout = dict(
+            layers=args.layers, d_model=args.d_model, heads=args.heads, ff_dim=args.ff_dim,
+            dropout=args.dropout, attention_dropout=args.dropout,  # torch.nn.Transformer uses one dropout for both
+        )
         self.src = Embed(args.vocab, args.d_model, args.dropout)
         self.src.dropout = nn.Identity()  # the zoo encoder applies its own input dropout
         self.encoder = build("encoder", default_config("encoder", "transformer", **layout), input_dim=args.d_model)

@@ -126,11 +126,6 @@ def test_tied_embeddings_share_one_matrix(embed_dim):
     assert dec(targets(), enc_output()).logits.shape == (B, T, V)
 
 
-def test_dot_scorer_needs_matching_sizes():
-    with pytest.raises(ValueError, match=f"query_dim={HID} and key_dim={MEM}"):
-        decoder(scorer="dot")
-
-
 @pytest.mark.parametrize("field,value", [("cell", "transformer"), ("style", "vaswani"), ("bridge", "mean")])
 def test_bad_choices_are_named(field, value):
     with pytest.raises(ValueError, match=f"unknown {field} '{value}'; choose one of"):
