@@ -1,0 +1,43 @@
+"""The README's commands and its plugin example work as written."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def fenced_block_after(marker: str) -> str:
+    match = re.search(re.escape(marker) + r"\s*```\w*\n(.*?)```", README, re.S)
+    assert match, f"README lost its block after {marker!r}"
+    return match.group(1)
+
+
+def test_readme_opens_with_exactly_two_commands():
+    first = re.search(r"```\w*\n(.*?)```", README, re.S).group(1)
+    commands = [line for line in first.splitlines() if line.strip()]
+    assert commands == ["./run train", "./run test"]
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("./run test")
+
+
+def test_write_a_plugin_example_works_verbatim(tmp_path: Path):
+    path = re.search(r"<!-- readme-test: file (\S+) -->", README).group(1)
+    source = fenced_block_after(f"<!-- readme-test: file {path} -->")
+    (tmp_path / path).parent.mkdir(parents=True)
+    (tmp_path / path).write_text(source)
+    commands = fenced_block_after("<!-- readme-test: commands -->")
+    zoo_bin = Path(os.sys.executable).parent  # the same environment's `zoo` console script
+    env = {**os.environ, "PATH": f"{zoo_bin}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline"}
+    outputs = []
+    for line in commands.strip().splitlines():
+        line = line.split("  #")[0] + " hydra.run.dir=run trainer.enable_progress_bar=false" if " train " in line else line
+        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        outputs.append(proc.stdout)
+    assert "distance" in outputs[0] and "scale: float = 1.0" in outputs[0]
+    assert "attention=distance" in outputs[1]
+    assert (tmp_path / "run" / "summary.json").is_file()
