@@ -2,13 +2,17 @@
 
     python benchmarks/bench_reservoir.py [--units 1000 --sequences 64 --steps 100 --input-dim 32]
 
-Both libraries run the *same* reservoir: zoo's random weights (dense W at density
-``--connectivity``) are handed to reservoirpy as dense numpy arrays, and the states are
-checked to agree before anything is timed. Extra reservoirpy rows show its own float64
-default and its default sparse (CSR) recurrent matrix of the same density. zoo runs all
-sequences as one batch (B = sequences); reservoirpy runs the list of sequences through
-``Reservoir.run`` the normal way (``workers=1``), one after another. Both get
-``--threads`` threads (torch.set_num_threads; OMP/OpenBLAS variables for numpy).
+Rows, all the same size and density (``--connectivity``, 0.1 by default):
+
+- zoo, all sequences as one batch (B = sequences), float32: as it runs by default (a frozen
+  CPU reservoir this sparse multiplies by a CSR copy of W), and with the dense W product forced;
+- reservoirpy 0.4 with zoo's weights handed over as dense float64 arrays: the *same* reservoir
+  (its states are checked against zoo's before anything is timed);
+- reservoirpy with its own initialisers (W a scipy CSR matrix, float64: its defaults).
+
+reservoirpy runs the (sequences, steps, dim) array through ``Reservoir.run`` the normal way
+(``workers=1``): one sequence after another. Both get ``--threads`` threads
+(torch.set_num_threads; the OMP/OpenBLAS/MKL variables for numpy, set before it loads).
 Timings are the best of ``--repeats`` runs after one warm-up. reservoirpy is a bench extra
 (``pip install -e .[bench]``); zoo itself never imports it.
 """
@@ -39,6 +43,7 @@ import reservoirpy  # noqa: E402
 import torch  # noqa: E402
 from reservoirpy.nodes import Reservoir as RpyReservoir  # noqa: E402
 
+import zoo.reservoir as reservoir_module  # noqa: E402
 from zoo.reservoir import Reservoir  # noqa: E402
 
 torch.set_num_threads(args.threads)
@@ -71,19 +76,20 @@ u = torch.from_numpy(inputs)
 zoo_states = zoo_res(u).numpy()
 
 
-def rpy_dense(dtype):
+def rpy_same_reservoir():
+    """reservoirpy with zoo's weights as dense numpy arrays (its default float64)."""
     return RpyReservoir(
         units=args.units,
         lr=args.leak_rate,
-        W=zoo_res.W.numpy().astype(dtype),
-        Win=zoo_res.W_in.numpy().astype(dtype),
-        bias=zoo_res.b.numpy().astype(dtype),
+        W=zoo_res.W.double().numpy(),
+        Win=zoo_res.W_in.double().numpy(),
+        bias=zoo_res.b.double().numpy(),
         input_dim=args.input_dim,
-        dtype=dtype,
     )
 
 
-def rpy_sparse():
+def rpy_own_init():
+    """reservoirpy's own initialisers at the same size, radius and density (W is a scipy CSR matrix)."""
     return RpyReservoir(
         units=args.units,
         lr=args.leak_rate,
@@ -95,28 +101,40 @@ def rpy_sparse():
     )
 
 
-rows = [("zoo (torch, float32, batched B=%d)" % args.sequences, "dense", best_time(lambda: zoo_res(u), args.repeats))]
-for label, make, data in (
-    ("reservoirpy (numpy, float32)", lambda: rpy_dense(np.float32), inputs),
-    ("reservoirpy (numpy, float64 default)", lambda: rpy_dense(np.float64), inputs.astype(np.float64)),
-    ("reservoirpy (numpy, float64, own init)", rpy_sparse, inputs.astype(np.float64)),
-):
+def zoo_dense():
+    """zoo with the dense W product forced (the CSR path switched off)."""
+    saved, reservoir_module.SPARSE_DENSITY = reservoir_module.SPARSE_DENSITY, 0.0
+    try:
+        return zoo_res(u)
+    finally:
+        reservoir_module.SPARSE_DENSITY = saved
+
+
+zoo_kind = "sparse CSR" if zoo_res._sparse_recurrence(u) else "dense"
+assert np.abs(zoo_dense().numpy() - zoo_states).max() < 1e-4, "zoo's dense and CSR paths disagree"
+rows = [
+    (f"zoo (torch float32, B={args.sequences})", zoo_kind, best_time(lambda: zoo_res(u), args.repeats)),
+    (f"zoo (torch float32, B={args.sequences})", "dense", best_time(zoo_dense, args.repeats)),
+]
+data = inputs.astype(np.float64)
+for label, make in (("reservoirpy (numpy float64), zoo's weights", rpy_same_reservoir),
+                    ("reservoirpy (numpy float64), own init", rpy_own_init)):
     node = make()
     states = np.asarray(node.run(data))
-    if make is not rpy_sparse:  # the same weights must give the same states
+    if make is rpy_same_reservoir:  # the same weights must give the same states
         err = np.abs(states - zoo_states).max()
         assert err < 1e-3, f"reservoirpy and zoo disagree on the same reservoir: max |diff| = {err:.2e}"
-    w = node.W
-    kind = "sparse CSR" if hasattr(w, "tocsr") else "dense"
+    kind = "sparse CSR" if hasattr(node.W, "tocsr") else "dense"
     rows.append((label, kind, best_time(lambda: node.run(data), args.repeats)))
 
 print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, threads={args.threads}; "
       f"torch {torch.__version__}, reservoirpy {reservoirpy.__version__}, numpy {np.__version__}")
 print(f"reservoir N={args.units}, density {args.connectivity}, {args.sequences} sequences x {args.steps} steps, "
       f"input dim {args.input_dim}; best of {args.repeats}")
-zoo_rate = n_states / rows[0][2]
-print(f"| {'implementation':<40} | {'W':<10} | {'seconds':>8} | {'states/s':>10} | {'zoo speed-up':>12} |")
-print(f"|{'-' * 42}|{'-' * 12}|{'-' * 10}|{'-' * 12}|{'-' * 14}|")
-for label, kind, seconds in rows:
-    rate = n_states / seconds
-    print(f"| {label:<40} | {kind:<10} | {seconds:8.4f} | {rate:10.0f} | {zoo_rate / rate:11.1f}x |")
+rates = [n_states / seconds for _, _, seconds in rows]
+print(f"| {'implementation':<44} | {'W product':<10} | {'seconds':>8} | {'states/s':>9} | {'vs rpy dense':>12} |")
+print(f"|{'-' * 46}|{'-' * 12}|{'-' * 10}|{'-' * 11}|{'-' * 14}|")
+for (label, kind, seconds), rate in zip(rows, rates):
+    print(f"| {label:<44} | {kind:<10} | {seconds:8.4f} | {rate:9.0f} | {rate / rates[2]:11.1f}x |")
+print(f"zoo ({zoo_kind}) / reservoirpy (own init, {rows[3][1]}): {rates[0] / rates[3]:.1f}x; "
+      f"zoo dense / reservoirpy dense: {rates[1] / rates[2]:.1f}x")

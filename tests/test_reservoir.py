@@ -80,8 +80,9 @@ def test_wrong_input_size_is_a_clear_error():
 
 
 # --------------------------------------------------------------------------- the update
-def test_states_follow_the_leaky_integrator_equation():
-    res = small()
+@pytest.mark.parametrize("connectivity", [0.1, 0.5])  # the sparse (CSR) and the dense product
+def test_states_follow_the_leaky_integrator_equation(connectivity):
+    res = small(connectivity=connectivity)
     u = torch.randn(2, 6, 3)
     states = res(u)
     x = torch.zeros(2, 20)
@@ -95,8 +96,9 @@ def test_unbatched_input_matches_a_batch_of_one():
     torch.testing.assert_close(res(u), res(u[None])[0])
 
 
-def test_padded_steps_do_not_change_the_state():
-    res = small()
+@pytest.mark.parametrize("connectivity", [0.1, 0.5])
+def test_padded_steps_do_not_change_the_state(connectivity):
+    res = small(connectivity=connectivity)
     u = torch.randn(2, 8, 3)
     mask = torch.ones(2, 8, dtype=torch.bool)
     mask[0, 5:] = False

@@ -34,11 +34,11 @@ class MultiHeadAttention(nn.Module):
         heads: number of heads; must divide ``d_model``.
         scorer: attention scorer config (mapping with ``name``, or just the name),
             built once with ``query_dim = key_dim = head_dim`` and ``heads``.
-        kdim, vdim: widths of the keys/values fed in (cross-attention over a memory of
-            another width); default ``d_model``.
+        kdim: width of the memory that keys and values are computed from
+            (cross-attention over an encoder of another width); default ``d_model``.
         dropout: dropout on the attention weights while training.
 
-    ``forward(query (B, T, d_model), key (B, S, kdim) or None, ...) -> (out (B, T, d_model), weights)``
+    ``forward(query (B, T, d_model), memory (B, S, kdim) or None, ...) -> (out (B, T, d_model), weights)``
     where ``weights`` is (B, H, T, S) when ``need_weights`` and None otherwise.
     """
 
@@ -49,7 +49,6 @@ class MultiHeadAttention(nn.Module):
         scorer: Any = FUSED_SCORER,
         *,
         kdim: int | None = None,
-        vdim: int | None = None,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
@@ -61,14 +60,12 @@ class MultiHeadAttention(nn.Module):
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
         kdim = kdim or d_model
-        vdim = vdim or kdim
         self.d_model, self.heads, self.head_dim = d_model, heads, d_model // heads
         self.dropout = dropout
         self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(kdim, d_model)
-        self.v_proj = nn.Linear(vdim, d_model)
+        self.kv_proj = nn.Linear(kdim, 2 * d_model)  # keys and values in one matrix product
         self.out_proj = nn.Linear(d_model, d_model)
-        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+        for proj in (self.q_proj, self.kv_proj, self.out_proj):
             nn.init.xavier_uniform_(proj.weight)  # Glorot & Bengio (2010), as in torch.nn.MultiheadAttention
             nn.init.zeros_(proj.bias)
         scorer_cfg = {"name": scorer} if isinstance(scorer, str) else scorer
@@ -79,19 +76,24 @@ class MultiHeadAttention(nn.Module):
         """(B, T, d_model) -> (B, H, T, head_dim), a view."""
         return x.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2)
 
+    def _keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, S, kdim) -> keys and values, each (B, H, S, head_dim)."""
+        k, v = self.kv_proj(x).chunk(2, dim=-1)
+        return self._split(k), self._split(v)
+
     def project_memory(self, memory: torch.Tensor) -> dict[str, torch.Tensor]:
         """Cross-attention keys/values of an encoder memory (B, S, kdim), computed once per sentence.
 
         Returns ``{"k": (B, H, S, head_dim), "v": (B, H, S, head_dim)}``, the cache
         :meth:`forward` reuses on every decoding step.
         """
-        return {"k": self._split(self.k_proj(memory)), "v": self._split(self.v_proj(memory))}
+        k, v = self._keys_values(memory)
+        return {"k": k, "v": v}
 
     def forward(
         self,
         query: torch.Tensor,
-        key: torch.Tensor | None = None,
-        value: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
         key_mask: torch.Tensor | None = None,
         *,
         causal: bool = False,
@@ -100,12 +102,12 @@ class MultiHeadAttention(nn.Module):
         cache: dict[str, torch.Tensor] | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend from ``query`` to ``key``/``value``.
+        """Attend from ``query`` to itself (``memory=None``) or to ``memory``.
 
         Args:
             query: (B, T, d_model).
-            key: (B, S, kdim), or None for self-attention (keys and values come from ``query``).
-            value: (B, S, vdim); defaults to ``key``.
+            memory: (B, S, kdim) that keys and values are computed from (cross-attention),
+                or None for self-attention (keys and values come from ``query``).
             key_mask: (B, S) bool, True where a key is real.
             causal: query ``i`` (at position ``q_offset + i``) sees only keys at positions ``<= q_offset + i``.
             posenc: a relative positional encoding (self-attention only): rotates q and k
@@ -114,13 +116,14 @@ class MultiHeadAttention(nn.Module):
             cache: incremental decoding state, updated in place. Self-attention: ``{}`` at the
                 first step, then ``{"k", "v"}`` (B, H, steps, head_dim) to which each step's
                 keys/values are appended. Cross-attention: :meth:`project_memory`'s dict,
-                used instead of projecting ``key`` again (an empty dict is filled on first use).
+                used instead of projecting ``memory`` again (an empty dict is filled on first use).
             need_weights: also return the (B, H, T, S) attention weights (explicit path).
         """
         batch, length, _ = query.shape
-        q = self._split(self.q_proj(query))
-        if key is None:  # self-attention
-            k, v = self._split(self.k_proj(query)), self._split(self.v_proj(query))
+        if memory is None:  # self-attention: queries, keys and values in one matrix product
+            weight = torch.cat([self.q_proj.weight, self.kv_proj.weight])
+            bias = torch.cat([self.q_proj.bias, self.kv_proj.bias])
+            q, k, v = (self._split(x) for x in F.linear(query, weight, bias).chunk(3, dim=-1))
             if posenc is not None:
                 q, k = posenc.rotate(q, k, q_offset=q_offset, k_offset=q_offset)
             if cache is not None:
@@ -133,10 +136,11 @@ class MultiHeadAttention(nn.Module):
         else:
             if posenc is not None:
                 raise ValueError("positional encodings act only in self-attention; pass posenc=None for cross-attention")
+            q = self._split(self.q_proj(query))
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]
             else:
-                k, v = self._split(self.k_proj(key)), self._split(self.v_proj(key if value is None else value))
+                k, v = self._keys_values(memory)
                 if cache is not None:
                     cache.update(k=k, v=v)
         keys = k.shape[2]

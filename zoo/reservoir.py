@@ -25,11 +25,15 @@ machine's random hidden layer (Huang, Zhu & Siew 2006).
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from typing import Callable
 
 import torch
 from torch import nn
+
+# Below this density of W, a frozen reservoir on the CPU multiplies by a sparse (CSR) copy of W.
+SPARSE_DENSITY = 0.2
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -149,7 +153,8 @@ class Reservoir(nn.Module):
     radius is then no longer kept at its initial value).
 
     Efficiency: the input drive ``W_in u_t + b`` of all steps is one matmul; only the
-    recurrence loops over time, batched over the B sequences, one ``addmm`` per step.
+    recurrence loops over time, batched over the B sequences, one ``addmm`` per step
+    (with a sparse CSR copy of ``W`` for a frozen CPU reservoir of density <= 0.2).
     A frozen reservoir runs under ``torch.no_grad()`` with its input detached: its
     states are a fixed function of the input and no autograd graph is built.
     """
@@ -228,19 +233,47 @@ class Reservoir(nn.Module):
         if self.W is None and self.leak_rate == 1.0:  # no recurrence at all: an extreme learning machine
             states = f(drive)
             return states if mask is None else _carry_forward(states, mask, initial)
-        drive = drive.transpose(0, 1)  # (T, B, N): each step's slice is contiguous
-        keep = None if mask is None else mask.transpose(0, 1).unsqueeze(-1)  # (T, B, 1)
-        w_t = None if self.W is None else self.W.t()
-        x = initial
+        sparse = self._sparse_recurrence(drive)
+        if sparse:
+            # Units first: x (N, B), one CSR (N, N) @ (N, B) product per step.
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": addmm with CSR is all we use
+                warnings.simplefilter("ignore", UserWarning)
+                w_csr = self.W.to_sparse_csr()
+            drive, x = drive.permute(1, 2, 0), initial.t()  # (T, N, B), (N, B)
+            keep = None if mask is None else mask.t().unsqueeze(1)  # (T, 1, B)
+
+            def recur(pre: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+                return torch.addmm(pre, w_csr, x)
+
+        else:
+            # Batch first: x (B, N), one dense (B, N) @ (N, N) product per step.
+            w_t = None if self.W is None else self.W.t()
+            drive, x = drive.transpose(0, 1), initial  # (T, B, N), (B, N)
+            keep = None if mask is None else mask.t().unsqueeze(-1)  # (T, B, 1)
+
+            def recur(pre: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+                return pre if w_t is None else torch.addmm(pre, x, w_t)
+
         out = []
         for t in range(steps):
-            pre = drive[t] if w_t is None else torch.addmm(drive[t], x, w_t)
-            new = f(pre)
+            new = f(recur(drive[t], x))
             if self.leak_rate != 1.0:
                 new = torch.lerp(x, new, self.leak_rate)  # (1 - a) x + a new, fused
             x = new if keep is None else torch.where(keep[t], new, x)
             out.append(x)
-        return torch.stack(out, dim=1)
+        states = torch.stack(out)  # (T, N, B) sparse, (T, B, N) dense
+        return (states.permute(2, 0, 1) if sparse else states.transpose(0, 1)).contiguous()
+
+    def _sparse_recurrence(self, drive: torch.Tensor) -> bool:
+        """Multiply by a CSR copy of W? Only for a frozen reservoir on the CPU with a sparse enough W.
+
+        ``W`` itself stays dense (for access, eigenvalues and checkpoints); the CSR copy is
+        made at every call, which costs about as much as one dense step. Below density
+        :data:`SPARSE_DENSITY` the CSR product is the faster one on the CPU (docs/reservoir.md).
+        """
+        if self.W is None or self.trainable or self.W.device.type != "cpu" or drive.dtype != self.W.dtype:
+            return False
+        return self.W.count_nonzero().item() <= SPARSE_DENSITY * self.W.numel()
 
 
 # --------------------------------------------------------------------------- ridge readout

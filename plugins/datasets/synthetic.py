@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Callable
 
 from zoo import register
 from zoo.contracts import Dataset, Example
@@ -77,8 +77,8 @@ PRONOUNS = (
     ("i", "me", "1sg"), ("you", "you", "2sg"), ("he", "him", "3sg"), ("she", "her", "3sg"),
     ("it", "it", "3sg"), ("we", "us", "1pl"), ("they", "them", "3pl"),
 )
-# Determiner kinds: "the" (no target word), "a" (indefinite: target "ek"-like word after the noun
-# phrase), "this" (demonstrative: a target word before it). Source spelling by number:
+# Determiner kinds: "the" (no target word), "a" (indefinite: a target word after the noun phrase),
+# "this" (demonstrative: a target word before it). Source spelling, singular and plural:
 DETERMINERS = {"the": ("the", "the"), "a": ("a", "some"), "this": ("this", "these")}
 
 # --------------------------------------------------------------------------- target morphology
@@ -162,7 +162,7 @@ class ToyLanguage:
         text = "".join(self.rng.choice(self.ONSETS) + self.rng.choice(VOWELS) for _ in range(count))
         return text + self.rng.choice(self.CODAS)
 
-    def _add(self, word: str, syllables: int, forms) -> None:
+    def _add(self, word: str, syllables: int, forms: Callable[[str], list[str]]) -> None:
         """Draw a stem for ``word`` whose forms are distinct from each other and from every form so far."""
         while True:
             stem = self._syllables(syllables)
@@ -212,7 +212,7 @@ class NounPhrase:
     det: str  # a key of DETERMINERS
     depth: int = 0
     adjectives: list[str] = field(default_factory=list)
-    modifier: Union["Attribute", "Relative", None] = None
+    modifier: Attribute | Relative | None = None
 
     @property
     def agreement(self) -> str:
@@ -233,10 +233,10 @@ class Relative:
 
     verb: str
     past: bool
-    obj: Union[NounPhrase, Pronoun, None]
+    obj: NounPhrase | Pronoun | None
 
 
-Argument = Union[NounPhrase, Pronoun]
+Argument = NounPhrase | Pronoun
 
 
 @dataclass

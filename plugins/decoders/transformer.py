@@ -24,7 +24,7 @@ class DecoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout)
         self.self_residual = Residual(cfg)
         self.cross_attn = MultiHeadAttention(
-            cfg.d_model, cfg.heads, scorer, kdim=memory_dim, vdim=memory_dim, dropout=cfg.attention_dropout
+            cfg.d_model, cfg.heads, scorer, kdim=memory_dim, dropout=cfg.attention_dropout
         )
         self.cross_residual = Residual(cfg)
         self.ff = FeedForward(cfg)
