@@ -55,7 +55,6 @@ class ZooModel(nn.Module):
             dropout=args.dropout, attention_dropout=args.dropout,  # torch.nn.Transformer uses one dropout for both
         )
         self.src = Embed(args.vocab, args.d_model, args.dropout)
-        self.src.dropout = nn.Identity()  # the zoo encoder applies its own input dropout
         self.encoder = build("encoder", default_config("encoder", "transformer", **layout), input_dim=args.d_model)
         self.decoder = build(
             "decoder", default_config("decoder", "transformer", **layout), vocab_size=args.vocab,

@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader, Sampler
 from torch.utils.data import Dataset as TorchDataset
 
 from zoo.contracts import BOS, EOS, PAD, UNK, Example, Tokenizer
+from zoo.errors import ZooError
 from zoo.registry import build
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ TOKENIZER_DIR = "tokenizers"
 CHUNK_BATCHES = 100
 
 
-class DataError(ValueError):
+class DataError(ZooError, ValueError):
     """The data cannot be turned into batches as configured."""
 
 

@@ -120,10 +120,9 @@ class MultiHeadAttention(nn.Module):
             need_weights: also return the (B, H, T, S) attention weights (explicit path).
         """
         batch, length, _ = query.shape
-        if memory is None:  # self-attention: queries, keys and values in one matrix product
-            weight = torch.cat([self.q_proj.weight, self.kv_proj.weight])
-            bias = torch.cat([self.q_proj.bias, self.kv_proj.bias])
-            q, k, v = (self._split(x) for x in F.linear(query, weight, bias).chunk(3, dim=-1))
+        q = self._split(self.q_proj(query))
+        if memory is None:  # self-attention
+            k, v = self._keys_values(query)
             if posenc is not None:
                 q, k = posenc.rotate(q, k, q_offset=q_offset, k_offset=q_offset)
             if cache is not None:
@@ -136,7 +135,6 @@ class MultiHeadAttention(nn.Module):
         else:
             if posenc is not None:
                 raise ValueError("positional encodings act only in self-attention; pass posenc=None for cross-attention")
-            q = self._split(self.q_proj(query))
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]
             else:

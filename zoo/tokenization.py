@@ -20,9 +20,10 @@ from tokenizers import Tokenizer as HFPipeline
 from tokenizers import normalizers, trainers
 
 from zoo.contracts import SPECIAL_TOKENS, Tokenizer
+from zoo.errors import ZooError
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(ZooError, RuntimeError):
     """A tokenizer was used before training/loading, or a saved one is unusable."""
 
 

@@ -5,6 +5,7 @@ import json
 import logging
 import platform
 import resource
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -139,6 +140,7 @@ def train(cfg: DictConfig) -> dict:
         logger=make_loggers(cfg, run_dir),
         callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=t.patience), throughput],
         enable_model_summary=False,
+        use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
     )
     started = time.perf_counter()
     trainer.fit(module, datamodule=data)
@@ -206,5 +208,9 @@ def print_result(summary: dict, run_dir: Path) -> None:
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def hydra_entry(cfg: DictConfig) -> float | None:
-    summary = train(cfg)
+    try:
+        summary = train(cfg)
+    except ZooError as error:  # one line, no traceback: the message says what to do
+        print(f"zoo: error: {error}", file=sys.stderr)
+        raise SystemExit(1)
     return summary["test"]["bleu"]

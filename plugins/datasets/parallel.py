@@ -25,13 +25,14 @@ from pathlib import Path
 
 from zoo import register
 from zoo.contracts import Dataset, Example
+from zoo.errors import ZooError
 
 log = logging.getLogger(__name__)
 
 FORMATS = ("auto", "files", "tsv")
 
 
-class CorpusError(ValueError):
+class CorpusError(ZooError, ValueError):
     """The corpus files are missing or malformed."""
 
 

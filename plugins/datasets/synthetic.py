@@ -47,6 +47,7 @@ from typing import Callable
 
 from zoo import register
 from zoo.contracts import Dataset, Example
+from zoo.errors import ZooError
 
 # --------------------------------------------------------------------------- source lexicon
 NOUNS = (
@@ -435,7 +436,7 @@ class SentenceGenerator:
         return 3
 
 
-class SyntheticDataError(ValueError):
+class SyntheticDataError(ZooError, ValueError):
     """Inconsistent synthetic dataset settings."""
 
 

@@ -120,7 +120,7 @@ class EchoStateEncoder(ReservoirEncoder):
     class Config:
         units: int = 512  # reservoir size N per layer and direction
         layers: int = 1  # deep ESN: layer l+1 is driven by layer l's states
-        bidirectional: bool = False  # add a reservoir (seed offset +1) reading each sequence right-to-left
+        bidirectional: bool = True  # add a reservoir (seed + 1) reading each sequence right-to-left
         leak_rate: float = 0.5  # a in x_t = (1 - a) x_{t-1} + a f(...); in (0, 1]
         spectral_radius: float = 0.9  # largest |eigenvalue| of W; below ~1 for the echo state property
         input_scaling: float = 1.0  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)

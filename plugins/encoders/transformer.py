@@ -31,7 +31,7 @@ class TransformerLayout:
     heads: int = 4  # attention heads per block; must divide d_model
     ff_dim: int = 1024  # hidden width of the feed-forward sublayer
     activation: str = "relu"  # relu | gelu (Hendrycks & Gimpel, 2016)
-    dropout: float = 0.1  # on the input, on every sublayer output and inside the feed-forward sublayer
+    dropout: float = 0.1  # on every sublayer output, inside the feed-forward sublayer and on decoder embeddings
     attention_dropout: float = 0.0  # on the attention weights
     norm_position: str = "pre"  # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
     norm: str = "layernorm"  # layernorm | rmsnorm | dyt (Dynamic Tanh, Zhu et al., 2025)
@@ -129,7 +129,8 @@ class TransformerEncoder(Encoder):
     Absolute position encodings are added to the input by the model before the
     encoder; relative ones (rotary, alibi, relative) are built here, once, and
     shared by the self-attention of every layer. An input of width
-    ``input_dim != d_model`` first goes through a linear projection.
+    ``input_dim != d_model`` first goes through a linear projection. Input dropout
+    is the frontend's job.
 
     ``forward(x (B, S, D_in), mask (B, S), need_weights=None) -> TransformerEncoderOutput``
     with ``memory`` (B, S, d_model) (zero at padding), ``state`` (B, d_model) = the
@@ -155,7 +156,6 @@ class TransformerEncoder(Encoder):
                     "added to the input before the encoder (see zoo.model.Seq2Seq)"
                 )
         self.input_proj = nn.Linear(input_dim, cfg.d_model) if input_dim != cfg.d_model else nn.Identity()
-        self.dropout = nn.Dropout(cfg.dropout)
         self.layers = nn.ModuleList(EncoderLayer(cfg, cfg.scorer) for _ in range(cfg.layers))
         self.final_norm = final_norm(cfg)
         self.output_dim = self.state_dim = cfg.d_model
@@ -163,7 +163,7 @@ class TransformerEncoder(Encoder):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool | None = None) -> TransformerEncoderOutput:
         need_weights = self.return_attention if need_weights is None else need_weights
-        h = self.dropout(self.input_proj(x))
+        h = self.input_proj(x)
         maps = []
         for layer in self.layers:
             h, weights = layer(h, mask, self.posenc, need_weights)
