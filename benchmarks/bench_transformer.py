@@ -55,7 +55,12 @@ class ZooModel(nn.Module):
             dropout=args.dropout, attention_dropout=args.dropout,  # torch.nn.Transformer uses one dropout for both
         )
         self.src = Embed(args.vocab, args.d_model, args.dropout)
-        self.encoder = build("encoder", default_config("encoder", "transformer", **layout), input_dim=args.d_model)
+        self.encoder = build(
+            "encoder",
+            default_config("encoder", "transformer", **layout),
+            input_dim=args.d_model,
+            scorer=default_config("attention", "scaled_dot"),
+        )
         self.decoder = build(
             "decoder", default_config("decoder", "transformer", **layout), vocab_size=args.vocab,
             memory_dim=args.d_model, state_dim=args.d_model, scorer={"name": "scaled_dot"}, posenc={"name": "sinusoidal"},

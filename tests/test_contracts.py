@@ -183,7 +183,8 @@ def test_frontend_contract(name):
 
 # ------------------------------------------------------------------ encoders
 def build_encoder(name: str, input_dim: int = D):
-    return registry.build("encoder", small_config("encoder", name), input_dim=input_dim)
+    extra = {"scorer": registry.default_config("attention", "scaled_dot")} if registry.get("encoder", name).cls.uses_scorer else {}
+    return registry.build("encoder", small_config("encoder", name), input_dim=input_dim, **extra)
 
 
 @pytest.mark.parametrize("name", names("encoder"))

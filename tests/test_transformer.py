@@ -27,7 +27,8 @@ def small(kind: str, **overrides) -> dict:
 def encoder(posenc: str | None = None, input_dim: int = D_IN, **overrides):
     torch.manual_seed(0)
     pe = registry.default_config("posenc", posenc) if posenc in RELATIVE else None
-    return registry.build("encoder", small("encoder", **overrides), input_dim=input_dim, posenc=pe).eval()
+    scorer = registry.default_config("attention", "scaled_dot")
+    return registry.build("encoder", small("encoder", **overrides), input_dim=input_dim, scorer=scorer, posenc=pe).eval()
 
 
 def decoder(posenc: str = "sinusoidal", scorer: str = "scaled_dot", memory_dim: int = D, **overrides):
@@ -110,7 +111,9 @@ def test_bad_layouts_are_clear_errors(field, value, message):
 
 def test_the_encoder_builds_only_relative_posencs():
     with pytest.raises(ValueError, match="only relative posencs"):
-        registry.build("encoder", small("encoder"), input_dim=D, posenc={"name": "sinusoidal"})
+        registry.build(
+            "encoder", small("encoder"), input_dim=D, scorer={"name": "scaled_dot"}, posenc={"name": "sinusoidal"}
+        )
 
 
 @pytest.mark.parametrize("posenc", POSENCS)

@@ -142,12 +142,18 @@ class EncoderOutput:
 class Encoder(nn.Module):
     """Built as ``cls(cfg, input_dim=D_in)``; sets ``output_dim`` and ``state_dim``.
 
+    An encoder with self-attention sets ``uses_scorer = True`` and is also given
+    ``scorer=<attention cfg>`` (the run's scorer); one that applies relative position
+    encodings inside attention sets ``supports_relative_posenc = True`` and gets ``posenc=<cfg>``.
+
     ``forward(x (B, S, D_in), mask (B, S)) -> EncoderOutput``. Padded steps must
     not influence real ones.
     """
 
     output_dim: int
     state_dim: int
+    uses_scorer: bool = False
+    supports_relative_posenc: bool = False
 
 
 @dataclass

@@ -29,8 +29,10 @@ class Seq2Seq(nn.Module):
         posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
         encoder_cls = get("encoder", cfg["encoder"]["name"]).cls
         encoder_kwargs: dict[str, Any] = {"input_dim": self.frontend.output_dim}
+        if encoder_cls.uses_scorer:
+            encoder_kwargs["scorer"] = cfg["attention"]
         if posenc_relative:
-            if not getattr(encoder_cls, "supports_relative_posenc", False):
+            if not encoder_cls.supports_relative_posenc:
                 raise AssemblyError(
                     f"posenc '{self.names['posenc']}' is relative (it acts inside attention) but encoder "
                     f"'{self.names['encoder']}' has no self-attention; use posenc=sinusoidal or posenc=learned"

@@ -125,7 +125,7 @@ class EncoderLayer(nn.Module):
 class TransformerEncoder(Encoder):
     """Transformer encoder: self-attention blocks over any scorer, pre/post norm, relative posencs inside attention (Vaswani et al., 2017).
 
-    Built as ``cls(cfg, input_dim=D_in, posenc=<relative posenc cfg> or None)``.
+    Built as ``cls(cfg, input_dim=D_in, scorer=<attention cfg>, posenc=<relative posenc cfg> or None)``.
     Absolute position encodings are added to the input by the model before the
     encoder; relative ones (rotary, alibi, relative) are built here, once, and
     shared by the self-attention of every layer. An input of width
@@ -139,12 +139,13 @@ class TransformerEncoder(Encoder):
     """
 
     supports_relative_posenc = True
+    uses_scorer = True  # self-attention scores with the run's `attention` scorer, per head
 
     @dataclass
     class Config(TransformerLayout):
-        scorer: str = "scaled_dot"  # attention scorer of the self-attention (a registered name, default settings)
+        pass
 
-    def __init__(self, cfg: Config, input_dim: int, posenc: Any = None) -> None:
+    def __init__(self, cfg: Config, input_dim: int, scorer: Any, posenc: Any = None) -> None:
         super().__init__()
         check_layout(cfg, "encoder")
         self.posenc = None
@@ -156,7 +157,7 @@ class TransformerEncoder(Encoder):
                     "added to the input before the encoder (see zoo.model.Seq2Seq)"
                 )
         self.input_proj = nn.Linear(input_dim, cfg.d_model) if input_dim != cfg.d_model else nn.Identity()
-        self.layers = nn.ModuleList(EncoderLayer(cfg, cfg.scorer) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(EncoderLayer(cfg, scorer) for _ in range(cfg.layers))
         self.final_norm = final_norm(cfg)
         self.output_dim = self.state_dim = cfg.d_model
         self.return_attention = False

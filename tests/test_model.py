@@ -1,0 +1,53 @@
+"""Model assembly: components are wired from the config, and clashes name both sides."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from zoo import discovery
+from zoo.model import AssemblyError, Seq2Seq
+from zoo.registry import default_config
+
+discovery.discover()
+
+
+def config(encoder="gru", decoder="rnn", attention="additive", posenc="none", **encoder_fields):
+    small = {"gru": {"hidden_size": 16}, "transformer": {"d_model": 16, "heads": 2, "ff_dim": 32, "layers": 1}}
+    dec_small = {"rnn": {"hidden_size": 16, "embed_dim": 16}, "transformer": {"d_model": 16, "heads": 2, "ff_dim": 32, "layers": 1}}
+    return {
+        "frontend": default_config("frontend", "tokens", dim=16),
+        "posenc": default_config("posenc", posenc),
+        "encoder": default_config("encoder", encoder, **{**small.get(encoder, {}), **encoder_fields}),
+        "decoder": default_config("decoder", decoder, **dec_small[decoder]),
+        "attention": default_config("attention", attention),
+    }
+
+
+def test_transformer_encoder_scores_with_the_runs_scorer():
+    model = Seq2Seq(config("transformer", "transformer", attention="general"), 20, 30)
+    assert type(model.encoder.layers[0].self_attn.scorer).__name__ == type(model.decoder.layers[0].self_attn.scorer).__name__
+    assert "General" in type(model.encoder.layers[0].self_attn.scorer).__name__
+
+
+def test_relative_posenc_with_a_recurrent_encoder_is_refused_with_both_names():
+    with pytest.raises(AssemblyError, match="posenc 'rotary'.*encoder 'gru'"):
+        Seq2Seq(config(posenc="rotary"), 20, 30)
+
+
+def test_absolute_posenc_is_added_before_a_recurrent_encoder():
+    model = Seq2Seq(config(posenc="sinusoidal"), 20, 30)
+    assert model.posenc is not None
+    logits = model(torch.randint(4, 20, (2, 5)), torch.randint(4, 30, (2, 4))).logits
+    assert logits.shape == (2, 4, 30)
+
+
+def test_component_errors_name_the_other_components():
+    with pytest.raises(AssemblyError, match="decoder 'transformer'.*encoder=gru"):
+        Seq2Seq(config(decoder="transformer", attention="location") | {"decoder": default_config(
+            "decoder", "transformer", d_model=16, heads=3)}, 20, 30)
+
+
+def test_mixing_families_both_ways():
+    for enc, dec in (("gru", "transformer"), ("transformer", "rnn")):
+        model = Seq2Seq(config(enc, dec, attention="scaled_dot"), 20, 30)
+        assert model(torch.randint(4, 20, (2, 5)), torch.randint(4, 30, (2, 4))).logits.shape == (2, 4, 30)
