@@ -154,6 +154,8 @@ def test_scorer_contract(name, heads):
     assert scores.shape == (B, heads, T, S)
     if not scorer.attends:
         return
+    prepared = scorer.score_prepared(q, scorer.prepare_keys(k))
+    torch.testing.assert_close(prepared, scores, msg=f"{name}: prepared keys must give the same scores")
 
     params = [p for p in scorer.parameters() if p.requires_grad]
     scores.square().sum().backward()

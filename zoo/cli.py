@@ -12,6 +12,7 @@ COMMANDS = {
     "list": "list registered components with their config fields",
     "translate": "translate sentences (arguments or stdin lines) with a run's best checkpoint",
     "attention": "write attention heatmaps (PNG) for one sentence into the run directory",
+    "compare": "leaderboard of finished runs (run or sweep directories) as a Markdown table",
 }
 
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(0 if argv and argv[0] in ("-h", "--help") else 2)
     command, rest = argv[0], argv[1:]
     try:
-        {"train": cmd_train, "list": cmd_list, "translate": cmd_translate, "attention": cmd_attention}[command](rest)
+        COMMAND_FUNCTIONS[command](rest)
     except ZooError as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         raise SystemExit(1)
@@ -114,6 +115,23 @@ def cmd_attention(args: list[str]) -> None:
         return
     print(f"wrote {len(paths)} attention maps to {os.path.dirname(paths[0])}")
 
+
+def cmd_compare(args: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="zoo compare", description=COMMANDS["compare"])
+    parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
+    opts = parser.parse_args(args)
+    from zoo.compare import find_summaries, leaderboard
+
+    print(leaderboard(find_summaries(opts.paths)))
+
+
+COMMAND_FUNCTIONS = {
+    "train": cmd_train,
+    "list": cmd_list,
+    "translate": cmd_translate,
+    "attention": cmd_attention,
+    "compare": cmd_compare,
+}
 
 if __name__ == "__main__":
     main()

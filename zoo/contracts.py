@@ -114,6 +114,17 @@ class Scorer(nn.Module):
     :func:`zoo.attention.attend`, never in a scorer.
     """
 
+    def prepare_keys(self, k: torch.Tensor) -> torch.Tensor:
+        """Key-side work that does not depend on the query (e.g. W_k k), done once per memory.
+
+        Decoders call it once and then :meth:`score_prepared` at every step;
+        ``score_prepared(q, prepare_keys(k))`` must equal ``forward(q, k)``.
+        """
+        return k
+
+    def score_prepared(self, q: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        return self(q, prepared)
+
     #: False for the ``none`` scorer: the decoder then sees only the encoder summary.
     attends: bool = True
     #: True when the formula compares q and k directly (dot, cosine): an RNN decoder

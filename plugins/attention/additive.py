@@ -34,8 +34,14 @@ class AdditiveScorer(Scorer):
         self.v = nn.Parameter(_uniform(heads, a))
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return self.score_prepared(q, self.prepare_keys(k))
+
+    def prepare_keys(self, k: torch.Tensor) -> torch.Tensor:
+        """W_k k (B, H, S, A): independent of the query, so a decoder computes it once per sentence."""
+        return torch.einsum("bhsk,hka->bhsa", k, self.w_k)
+
+    def score_prepared(self, q: torch.Tensor, pk: torch.Tensor) -> torch.Tensor:
         pq = torch.einsum("bhtq,hqa->bhta", q, self.w_q)  # (B, H, T, A)
-        pk = torch.einsum("bhsk,hka->bhsa", k, self.w_k)  # (B, H, S, A)
         hidden = torch.tanh(pq.unsqueeze(3) + pk.unsqueeze(2))  # (B, H, T, S, A)
         return torch.einsum("bhtsa,ha->bhts", hidden, self.v)
 

@@ -52,7 +52,7 @@ class RNNDecoder(Decoder):
     Built as ``RNNDecoder(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=cfg, posenc=cfg)``.
     ``forward(y_in (B, T), enc) -> DecoderOutput(logits (B, T, V), attention={"cross": (B, 1, T, S)})``
     (``attention`` is None with the ``none`` scorer). The cache is
-    ``{"h": (B, layers, hidden), "keys": (B, 1, S, key_dim), "c": (B, layers, hidden) (LSTM only),
+    ``{"h": (B, layers, hidden), "keys": (B, 1, S, ...) (the scorer's prepared keys), "c": (B, layers, hidden) (LSTM only),
     "feed": (B, hidden) (Luong only)}``.
     The initial state is ``tanh(W enc.state)`` for every layer (``bridge=learned``, as
     Bahdanau et al. (2015) initialise from the encoder) or zeros.
@@ -125,7 +125,8 @@ class RNNDecoder(Decoder):
             start = torch.tanh(self.bridge(enc.state)).view(batch, parts, self.layers, self.hidden_size)
         else:
             start = enc.memory.new_zeros(batch, parts, self.layers, self.hidden_size)
-        cache = {"h": start[:, 0], "keys": self.keys(enc.memory)[:, None]}  # keys (B, 1, S, key_dim)
+        keys = self.scorer.prepare_keys(self.keys(enc.memory)[:, None])  # (B, 1, S, ...): once per sentence
+        cache = {"h": start[:, 0], "keys": keys}
         if self.cell == "lstm":
             cache["c"] = start[:, 1]
         if self.style == "luong":
@@ -156,7 +157,7 @@ class RNNDecoder(Decoder):
         if not self.attends:
             return self.summary(enc.state), None
         values = enc.memory[:, None]  # (B, 1, S, D): one head
-        scores = self.scorer(query[:, None, None, :], cache["keys"])  # (B, 1, 1, S)
+        scores = self.scorer.score_prepared(query[:, None, None, :], cache["keys"])  # (B, 1, 1, S)
         context, weights = attend(scores, values, key_mask=enc.mask)
         return context[:, 0, 0], weights[:, 0, 0]
 
