@@ -51,3 +51,19 @@ def test_mixing_families_both_ways():
     for enc, dec in (("gru", "transformer"), ("transformer", "rnn")):
         model = Seq2Seq(config(enc, dec, attention="scaled_dot"), 20, 30)
         assert model(torch.randint(4, 20, (2, 5)), torch.randint(4, 30, (2, 4))).logits.shape == (2, 4, 30)
+
+
+def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
+    cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
+    model = Seq2Seq(cfg, 25, 25)
+    assert model.frontend.embedding.weight is model.decoder.target.embedding.weight
+    assert model.decoder.target.output.weight is model.frontend.embedding.weight
+    shared = sum(p.numel() for p in model.parameters())
+    unshared = sum(p.numel() for p in Seq2Seq(config("transformer", "transformer", attention="scaled_dot"), 25, 25).parameters())
+    assert unshared - shared == 25 * 16
+
+
+def test_shared_embeddings_need_a_joint_vocabulary():
+    cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
+    with pytest.raises(AssemblyError, match="joint_vocab"):
+        Seq2Seq(cfg, 20, 30)

@@ -21,6 +21,13 @@ class DataConfig:
 
 
 @dataclass
+class ModelConfig:
+    # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs data.joint_vocab=true
+    # and a target embedding of the frontend's width.
+    share_embeddings: bool = False
+
+
+@dataclass
 class OptimConfig:
     lr: float = 2e-3
     weight_decay: float = 0.01
@@ -84,6 +91,7 @@ class ZooConfig:
     decoder: Any = MISSING
     attention: Any = MISSING
     data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)

@@ -51,6 +51,28 @@ class Seq2Seq(nn.Module):
             scorer=cfg["attention"],
             posenc=cfg["posenc"],
         )
+        if cfg.get("model", {}).get("share_embeddings", False):
+            self._share_embeddings(src_vocab_size, tgt_vocab_size)
+
+    def _share_embeddings(self, src_vocab_size: int, tgt_vocab_size: int) -> None:
+        """Make the source frontend and the decoder use one embedding matrix (joint vocabulary)."""
+        source = getattr(self.frontend, "embedding", None)
+        target = getattr(getattr(self.decoder, "target", None), "embedding", None)
+        if source is None or target is None:
+            raise AssemblyError(
+                f"model.share_embeddings needs a token frontend and a decoder with a target embedding; "
+                f"frontend '{self.names['frontend']}' or decoder '{self.names['decoder']}' has none"
+            )
+        if src_vocab_size != tgt_vocab_size or source.weight.shape != target.weight.shape:
+            raise AssemblyError(
+                f"model.share_embeddings: frontend '{self.names['frontend']}' embeds {tuple(source.weight.shape)} but "
+                f"decoder '{self.names['decoder']}' embeds {tuple(target.weight.shape)}; set data.joint_vocab=true and "
+                "make frontend.dim equal the decoder's embedding size"
+            )
+        output = getattr(self.decoder.target, "output", None)
+        if output is not None and output.weight is target.weight:  # keep a tied output projection tied
+            output.weight = source.weight
+        target.weight = source.weight
 
     def _assemble(self, kind: str, cfg: Any, **kwargs: Any) -> nn.Module:
         """Build one component; a dimension clash is reported with both components named."""
