@@ -157,3 +157,22 @@ def test_multi_process_training_gets_disjoint_equal_shares():
     assert not first & second
     for share in shares:
         assert all(len(b) * max(sizes[i] for i in b) <= 10 or len(b) == 1 for b in share)
+
+
+def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeypatch):
+    """Lightning reads the loader's length once per epoch; a wrong length silently skips validation."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(zoo.data, "CHUNK_BATCHES", 2)  # many small sorted chunks: batch counts vary by epoch
+    synthetic = registry.default_config("dataset", "synthetic", train_size=600, val_size=5, test_size=5, max_words=15)
+    module = TranslationData(config(synthetic, max_tokens=40), tmp_path)
+    module.setup()
+    lengths = set()
+    for epoch in range(6):
+        module.trainer = SimpleNamespace(current_epoch=epoch, world_size=1, global_rank=0)
+        loader = module.train_dataloader()
+        announced = len(loader)
+        _set_sampler_epoch(loader, epoch)  # what Lightning does before iterating
+        assert announced == sum(1 for _ in loader), f"epoch {epoch}"
+        lengths.add(announced)
+    assert len(lengths) > 1, "the test needs epochs whose batch counts differ"

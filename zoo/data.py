@@ -305,6 +305,10 @@ class TranslationData(L.LightningDataModule):
         world, rank = 1, 0
         if shuffle and self.trainer is not None:
             world, rank = self.trainer.world_size, self.trainer.global_rank
+            # The number of batches differs a little between epochs. Lightning reloads this loader every
+            # epoch (reload_dataloaders_every_n_epochs=1) and reads its length once, so the length must
+            # already be that of the coming epoch, or the end-of-epoch validation is skipped.
+            sampler.set_epoch(self.trainer.current_epoch)
         return TokenBudgetBatchSampler(sampler, self.max_tokens, num_replicas=world, rank=rank)
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:

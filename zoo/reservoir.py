@@ -154,7 +154,8 @@ class Reservoir(nn.Module):
     """A leaky-integrator echo state reservoir (Jaeger 2001; Lukoševičius 2012).
 
     ``forward(u (B, T, D) or (T, D), mask (B, T) or (T,) or None, initial (B, N) or None)``
-    returns the states ``(B, T, N)`` (or ``(T, N)``) after each step::
+    returns the states ``(B, T, N)`` (or ``(T, N)``) after each step, possibly as a
+    non-contiguous view (use ``.reshape``, not ``.view``)::
 
         x_t = (1 - a) * x_{t-1} + a * f(W_in u_t + W x_{t-1} + b),   x_0 = initial or 0
 
@@ -246,50 +247,54 @@ class Reservoir(nn.Module):
     def _run(self, u: torch.Tensor, mask: torch.Tensor | None, initial: torch.Tensor | None) -> torch.Tensor:
         batch, steps, _ = u.shape
         f = ACTIVATIONS[self.activation]
-        drive = torch.nn.functional.linear(u, self.W_in, self.b)  # (B, T, N): every step in one matmul
-        if initial is None:
-            initial = drive.new_zeros(batch, self.units)
         if self.W is None and self.leak_rate == 1.0:  # no recurrence at all: an extreme learning machine
-            states = f(drive)
-            return states if mask is None else _carry_forward(states, mask, initial)
-        sparse = self._sparse_recurrence(drive)
-        if sparse:
-            # Units first: x (N, B), one CSR (N, N) @ (N, B) product per step.
+            states = f(torch.nn.functional.linear(u, self.W_in, self.b))
+            if mask is None:
+                return states
+            return _carry_forward(states, mask, states.new_zeros(batch, self.units) if initial is None else initial)
+        if self._sparse_recurrence(u):
+            # Units first: drive and states (T, N, B), one CSR (N, N) @ (N, B) product per step.
             with warnings.catch_warnings():  # "sparse CSR support is in beta": addmm with CSR is all we use
                 warnings.simplefilter("ignore", UserWarning)
                 w_csr = self.W.to_sparse_csr()
-            drive, x = drive.permute(1, 2, 0).contiguous(), initial.t()  # (T, N, B), (N, B)
+            drive = torch.matmul(self.W_in, u.permute(1, 2, 0)).add_(self.b.unsqueeze(-1))  # all steps at once
+            x = drive.new_zeros(self.units, batch) if initial is None else initial.t()
             keep = None if mask is None else mask.t().unsqueeze(1)  # (T, 1, B)
+            batch_first = (2, 0, 1)
 
             def recur(pre: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
                 return torch.addmm(pre, w_csr, x)
 
         else:
-            # Batch first: x (B, N), one dense (B, N) @ (N, N) product per step.
-            w_t = None if self.W is None else self.W.t()
-            drive, x = drive.transpose(0, 1), initial  # (T, B, N), (B, N)
+            # Batch first: drive and states (T, B, N), one dense (B, N) @ (N, N) product per step.
+            drive = torch.nn.functional.linear(u, self.W_in, self.b).transpose(0, 1)  # all steps in one matmul
+            x = drive.new_zeros(batch, self.units) if initial is None else initial
             keep = None if mask is None else mask.t().unsqueeze(-1)  # (T, B, 1)
+            batch_first = (1, 0, 2)
+            w_t = None if self.W is None else self.W.t()
 
             def recur(pre: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
                 return pre if w_t is None else torch.addmm(pre, x, w_t)
 
-        states = drive.new_empty(batch, steps, self.units)
+        states = drive.new_empty(drive.shape)
         for t in range(steps):
             new = f(recur(drive[t], x))
             if self.leak_rate != 1.0:
                 new = torch.lerp(x, new, self.leak_rate)  # (1 - a) x + a new, fused
             x = new if keep is None else torch.where(keep[t], new, x)
-            states[:, t] = x.t() if sparse else x
-        return states
+            states[t] = x
+        return states.permute(*batch_first)  # (B, T, N): a view, not a copy
 
-    def _sparse_recurrence(self, drive: torch.Tensor) -> bool:
+    def _sparse_recurrence(self, u: torch.Tensor) -> bool:
         """Multiply by a CSR copy of W? Only for a frozen reservoir on the CPU with a sparse enough W.
 
         ``W`` itself stays dense (for access, eigenvalues and checkpoints); the CSR copy is
-        made at every call, which costs about as much as one dense step. Below density
+        made at every call, which costs a few dense steps' worth. Below density
         :data:`SPARSE_DENSITY` the CSR product is the faster one on the CPU (docs/reservoir.md).
         """
-        if self.W is None or self.trainable or self.W.device.type != "cpu" or drive.dtype != self.W.dtype:
+        if self.W is None or self.trainable or self.W.device.type != "cpu" or u.dtype != self.W.dtype:
+            return False
+        if torch.is_autocast_enabled("cpu"):
             return False
         return self.W.count_nonzero().item() <= SPARSE_DENSITY * self.W.numel()
 

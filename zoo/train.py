@@ -141,6 +141,7 @@ def train(cfg: DictConfig) -> dict:
         callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=t.patience), throughput],
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
+        reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
     )
     started = time.perf_counter()
     trainer.fit(module, datamodule=data)

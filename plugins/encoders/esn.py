@@ -50,7 +50,7 @@ class ReservoirEncoder(Encoder):
 
     def __init__(
         self,
-        cfg,
+        cfg: EchoStateEncoder.Config | ExtremeLearningMachineEncoder.Config,
         input_dim: int,
         *,
         spectral_radius: float,
