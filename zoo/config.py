@@ -14,7 +14,7 @@ from omegaconf import MISSING
 
 @dataclass
 class DataConfig:
-    max_tokens: int = 2048  # token budget of a batch: batch size x longest padded sequence
+    max_tokens: int = 1024  # token budget of a batch: batch size x longest padded sequence
     max_len: int = 128  # training pairs with more tokens on either side are skipped
     joint_vocab: bool = False  # one tokenizer trained on source and target text together
     num_workers: int = 0
@@ -39,7 +39,7 @@ class OptimConfig:
 
 @dataclass
 class TrainerConfig:
-    max_epochs: int = 10
+    max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
     max_steps: int = -1
     max_time: Optional[str] = None  # "DD:HH:MM:SS"
     accelerator: str = "cpu"
@@ -55,6 +55,9 @@ class TrainerConfig:
     limit_test_batches: float = 1.0
     log_every_n_steps: int = 10
     enable_progress_bar: bool = True
+    # torch threads on the CPU (0: torch's default, one per core). Small recurrent models gain little from
+    # more, and threads that must share their cores with other work slow down sharply.
+    cpu_threads: int = 1
 
 
 @dataclass

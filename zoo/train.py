@@ -110,6 +110,8 @@ def train(cfg: DictConfig) -> dict:
     check_run_dir(run_dir)
     quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
+    if cfg.trainer.cpu_threads > 0:
+        torch.set_num_threads(cfg.trainer.cpu_threads)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     data = TranslationData(cfg, run_dir)

@@ -63,7 +63,7 @@ class RNNDecoder(Decoder):
         cell: str = "gru"  # recurrent cell: gru | lstm | rnn (Elman, tanh)
         style: str = "bahdanau"  # bahdanau: query s_{t-1}, context into the cell | luong: query s_t, input feeding
         hidden_size: int = 256  # units per layer; also the attention query size
-        embed_dim: int = 256  # target embedding size
+        embed_dim: int = 128  # target embedding size
         layers: int = 1  # stacked recurrent cells
         dropout: float = 0.1  # on embeddings, between layers and before the vocabulary projection
         bridge: str = "learned"  # initial state: learned (tanh(W enc.state)) | zeros

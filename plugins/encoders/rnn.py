@@ -42,7 +42,7 @@ class RecurrentEncoder(Encoder):
 
     @dataclass
     class Config:
-        hidden_size: int = 256  # units per direction and layer
+        hidden_size: int = 128  # units per direction and layer
         layers: int = 1  # stacked recurrent layers
         bidirectional: bool = True  # also read the sentence right-to-left
         dropout: float = 0.1  # between stacked layers and on the outputs

@@ -23,7 +23,7 @@ class TokenFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: int = 256  # embedding size = output_dim
+        dim: int = 128  # embedding size = output_dim
         scale: bool = False  # multiply embeddings by sqrt(dim)
         dropout: float = 0.1  # dropout on the embedded vectors
 
