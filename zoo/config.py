@@ -39,6 +39,8 @@ class OptimConfig:
 
 @dataclass
 class TrainerConfig:
+    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience`` and ``cpu_threads``."""
+
     max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
     max_steps: int = -1
     max_time: Optional[str] = None  # "DD:HH:MM:SS"

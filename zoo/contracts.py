@@ -131,6 +131,15 @@ class Scorer(nn.Module):
     #: then projects its memory to the query size first.
     needs_equal_dims: bool = False
 
+    def check_dims(self, query_dim: int, key_dim: int) -> None:
+        """Raise a clear error when a scorer with ``needs_equal_dims`` is given unequal sizes."""
+        if self.needs_equal_dims and query_dim != key_dim:
+            name = self.registry_entry.name if hasattr(self, "registry_entry") else type(self).__name__
+            raise ValueError(
+                f"{name} attention needs query_dim == key_dim, got query_dim={query_dim} and key_dim={key_dim}; "
+                "make the sizes equal or use attention=general or attention=additive"
+            )
+
 
 @dataclass
 class EncoderOutput:

@@ -123,24 +123,11 @@ def train(cfg: DictConfig) -> dict:
         dirpath=str(run_dir / "checkpoints"), filename="best", monitor="val/bleu", mode="max", save_last=True
     )
     throughput = Throughput()
-    t = cfg.trainer
     trainer = L.Trainer(
+        **lightning_options(cfg.trainer),
         default_root_dir=str(run_dir),
-        max_epochs=t.max_epochs,
-        max_steps=t.max_steps,
-        max_time=t.max_time,
-        accelerator=t.accelerator,
-        devices=t.devices,
-        strategy=t.strategy,
-        precision=t.precision,
-        gradient_clip_val=t.gradient_clip_val,
-        val_check_interval=t.val_check_interval,
-        check_val_every_n_epoch=t.check_val_every_n_epoch,
-        **_limits(t),
-        log_every_n_steps=t.log_every_n_steps,
-        enable_progress_bar=t.enable_progress_bar,
         logger=make_loggers(cfg, run_dir),
-        callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=t.patience), throughput],
+        callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=cfg.trainer.patience), throughput],
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
@@ -156,10 +143,21 @@ def train(cfg: DictConfig) -> dict:
     return summary
 
 
-def _limits(t) -> dict:
-    """Batch limits that differ from "all" (passing the default makes Lightning print a notice)."""
-    limits = {k: t[k] for k in ("limit_train_batches", "limit_val_batches", "limit_test_batches")}
-    return {k: v for k, v in limits.items() if v != 1.0}
+# TrainerConfig fields that are zoo's own; every other field is passed to lightning.Trainer as it is.
+ZOO_TRAINER_FIELDS = ("patience", "cpu_threads")
+
+
+def lightning_options(trainer_cfg: DictConfig) -> dict:
+    """Keyword arguments for ``lightning.Trainer`` from the ``trainer`` section.
+
+    Batch limits left at 1.0 ("all") are not passed: passing them makes Lightning print a notice.
+    """
+    options = OmegaConf.to_container(trainer_cfg, resolve=True)
+    return {
+        k: v
+        for k, v in options.items()
+        if k not in ZOO_TRAINER_FIELDS and not (k.startswith("limit_") and v == 1.0)
+    }
 
 
 def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -> dict:

@@ -33,11 +33,7 @@ class CosineScorer(Scorer):
 
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()
-        if query_dim != key_dim:
-            raise ValueError(
-                f"cosine attention needs query_dim == key_dim, got query_dim={query_dim} and key_dim={key_dim}; "
-                "make the sizes equal or use attention=general or attention=additive"
-            )
+        self.check_dims(query_dim, key_dim)
         if cfg.temperature <= 0:
             raise ValueError(f"cosine attention needs temperature > 0, got {cfg.temperature}")
         log_tau = torch.full((heads,), math.log(cfg.temperature))

@@ -24,11 +24,7 @@ class DotScorer(Scorer):
 
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()
-        if query_dim != key_dim:
-            raise ValueError(
-                f"dot attention needs query_dim == key_dim, got query_dim={query_dim} and key_dim={key_dim}; "
-                "make the sizes equal or use attention=general or attention=additive"
-            )
+        self.check_dims(query_dim, key_dim)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         return q @ k.transpose(-1, -2)
