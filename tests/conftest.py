@@ -27,8 +27,12 @@ TINY = [
 
 
 def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, check: bool = True):
-    """Run ``python -m zoo.cli ARGS`` in a subprocess and return the CompletedProcess."""
+    """Run ``python -m zoo.cli ARGS`` in a subprocess and return the CompletedProcess.
+
+    ``env`` adds variables; a value of None removes one.
+    """
     full_env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
     proc = subprocess.run(
         [sys.executable, "-m", "zoo.cli", *args],
         cwd=cwd,

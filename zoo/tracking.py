@@ -7,4 +7,4 @@ from typing import Any
 
 def wandb_mode(logger_cfg: Any) -> str:
     """``logger.mode`` if set, else ``$WANDB_MODE``, else offline: nothing leaves the machine unless asked."""
-    return logger_cfg["mode"] or os.environ.get("WANDB_MODE", "offline")
+    return logger_cfg["mode"] or os.environ.get("WANDB_MODE") or "offline"
