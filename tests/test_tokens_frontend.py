@@ -56,3 +56,11 @@ def test_output_dim_is_dim():
 def test_tiny_vocabulary_is_rejected():
     with pytest.raises(ValueError, match="vocab_size=2"):
         registry.build("frontend", registry.default_config("frontend", "tokens"), vocab_size=2)
+
+
+def test_scaled_embeddings_start_with_unit_variance():
+    """With scale=True the output, not the weight, has unit variance, like the positions added to it."""
+    frontend = registry.build("frontend", registry.default_config("frontend", "tokens", dim=256, scale=True, dropout=0.0), vocab_size=500)
+    x, _ = frontend(torch.arange(4, 500)[None])
+    assert 0.8 < x.std().item() < 1.2
+    assert torch.all(frontend.embedding.weight[0] == 0)

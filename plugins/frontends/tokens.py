@@ -18,7 +18,9 @@ class TokenFrontend(Frontend):
     ``forward(source (B, S) long) -> (x (B, S, dim), mask (B, S) bool)`` where
     ``mask = source != PAD``. The PAD row of the embedding is zero and gets no
     gradient (``padding_idx``). ``scale=True`` multiplies by sqrt(dim), as
-    Vaswani et al. (2017) do before adding sinusoidal positions.
+    Vaswani et al. (2017) do before adding sinusoidal positions; the weights then
+    start at N(0, 1/dim) so the scaled vectors have unit variance, like the
+    positions added to them (an N(0, 1) start would drown the positions).
     """
 
     @dataclass
@@ -37,6 +39,10 @@ class TokenFrontend(Frontend):
         self.output_dim = cfg.dim
         self.embedding = nn.Embedding(vocab_size, cfg.dim, padding_idx=PAD)
         self.scale = math.sqrt(cfg.dim) if cfg.scale else 1.0
+        if cfg.scale:
+            with torch.no_grad():
+                self.embedding.weight.normal_(0.0, 1.0 / self.scale)
+                self.embedding.weight[PAD].zero_()
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
