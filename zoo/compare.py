@@ -35,11 +35,8 @@ def leaderboard(runs: list[tuple[Path, dict]]) -> str:
         return "no runs found (looked for summary.json)"
     summaries = [s for _, s in runs]
     varying = _varying_kinds(summaries)
-    buckets: list[str] = []
-    for s in summaries:
-        for label in (s["test"].get("bleu_by_length") or {}):
-            if label not in buckets:
-                buckets.append(label)
+    labels = {label for s in summaries for label in (s["test"].get("bleu_by_length") or {})}
+    buckets = sorted(labels, key=lambda label: int(label.split("-")[0].rstrip("+")))  # '1-10' < '11-20' < '51+'
     header = ["run", "BLEU", "chrF", "params", "frozen", "tokens/s", "train s", *[f"BLEU {b}" for b in buckets]]
     rows = []
     for path, s in sorted(runs, key=lambda r: -(r[1]["test"]["bleu"] or 0)):

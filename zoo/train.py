@@ -55,8 +55,8 @@ def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
     """Trainable parameters, and frozen weights (frozen parameters plus persistent buffers such as a reservoir)."""
     trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
-    parameter_names = {name for name, _ in module.named_parameters()}
-    frozen += sum(t.numel() for name, t in module.state_dict().items() if name not in parameter_names)
+    parameter_storage = {p.data_ptr() for p in module.parameters()}  # tied weights appear twice in a state_dict
+    frozen += sum(t.numel() for t in module.state_dict().values() if t.data_ptr() not in parameter_storage)
     return {"trainable": trainable, "frozen": frozen}
 
 

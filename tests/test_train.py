@@ -1,0 +1,45 @@
+"""Pieces of the training job that are not end-to-end: schedules, parameter counts, Trainer options."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+
+from zoo.config import TrainerConfig
+from zoo.lit import warmup_then_decay
+from zoo.train import lightning_options, parameter_counts
+
+
+def test_warmup_then_inverse_sqrt_and_cosine():
+    inv = warmup_then_decay("inverse_sqrt", warmup_steps=100, total_steps=1000)
+    assert inv(0) == pytest.approx(0.01) and inv(99) == pytest.approx(1.0)
+    assert inv(399) == pytest.approx(math.sqrt(100 / 400))
+    cos = warmup_then_decay("cosine", warmup_steps=100, total_steps=1000)
+    assert cos(99) == pytest.approx(1.0) and cos(999) == pytest.approx(0.0, abs=1e-6)
+    assert warmup_then_decay("constant", 10, 100)(50) == 1.0
+
+
+def test_unknown_schedule_names_the_choices():
+    with pytest.raises(ValueError, match="inverse_sqrt, cosine, constant"):
+        warmup_then_decay("linear", 10, 100)
+
+
+def test_parameter_counts_split_trainable_frozen_and_count_tied_weights_once():
+    model = nn.Module()
+    model.embedding = nn.Embedding(10, 4)
+    model.output = nn.Linear(4, 10, bias=False)
+    model.output.weight = model.embedding.weight  # tied
+    model.frozen = nn.Linear(4, 4, bias=False).requires_grad_(False)
+    model.register_buffer("reservoir", torch.zeros(3, 3))
+    model.register_buffer("table", torch.zeros(100), persistent=False)  # derived, not a weight
+    assert parameter_counts(model) == {"trainable": 40, "frozen": 16 + 9}
+
+
+def test_trainer_section_maps_onto_lightning_options():
+    options = lightning_options(OmegaConf.structured(TrainerConfig(limit_val_batches=0.5)))
+    assert "patience" not in options and "cpu_threads" not in options
+    assert options["limit_val_batches"] == 0.5 and "limit_train_batches" not in options
+    assert options["max_epochs"] == TrainerConfig().max_epochs
