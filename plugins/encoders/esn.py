@@ -123,7 +123,7 @@ class EchoStateEncoder(ReservoirEncoder):
         bidirectional: bool = True  # add a reservoir (seed + 1) reading each sequence right-to-left
         leak_rate: float = 0.5  # a in x_t = (1 - a) x_{t-1} + a f(...); in (0, 1]
         spectral_radius: float = 0.9  # largest |eigenvalue| of W; below ~1 for the echo state property
-        input_scaling: float = 1.0  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
+        input_scaling: float = 0.3  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
         connectivity: float = 0.1  # density of W
         input_connectivity: float = 1.0  # density of W_in
         bias_scaling: float = 0.2  # b uniform in [-bias_scaling, bias_scaling]
