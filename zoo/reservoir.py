@@ -57,6 +57,14 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "identity": torch.clone,  # a linear reservoir
 }
 
+# The same functions, overwriting their argument (for the no-grad loop, where no copy is needed).
+INPLACE_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tanh": lambda x: x.mul_(2).sigmoid_().mul_(2).sub_(1) if x.device.type == "cpu" else x.tanh_(),
+    "relu": torch.relu_,
+    "sigmoid": torch.sigmoid_,
+    "identity": lambda x: x,
+}
+
 
 class ReservoirError(ZooError, ValueError):
     """A reservoir or readout was configured or called with values that cannot work."""
@@ -254,9 +262,7 @@ class Reservoir(nn.Module):
             return _carry_forward(states, mask, states.new_zeros(batch, self.units) if initial is None else initial)
         if self._sparse_recurrence(u):
             # Units first: drive and states (T, N, B), one CSR (N, N) @ (N, B) product per step.
-            with warnings.catch_warnings():  # "sparse CSR support is in beta": addmm with CSR is all we use
-                warnings.simplefilter("ignore", UserWarning)
-                w_csr = self.W.to_sparse_csr()
+            w_csr = self._csr_copy()
             drive = torch.matmul(self.W_in, u.permute(1, 2, 0)).add_(self.b.unsqueeze(-1))  # all steps at once
             x = drive.new_zeros(self.units, batch) if initial is None else initial.t()
             keep = None if mask is None else mask.t().unsqueeze(1)  # (T, 1, B)
@@ -278,18 +284,32 @@ class Reservoir(nn.Module):
 
         states = drive.new_empty(drive.shape)
         for t in range(steps):
+            if keep is None and not torch.is_grad_enabled():  # in place, straight into the output: no copies
+                new = INPLACE_ACTIVATIONS[self.activation](recur(drive[t], x))
+                x = torch.lerp(x, new, self.leak_rate, out=states[t])  # (1 - a) x + a new, fused
+                continue
             new = f(recur(drive[t], x))
             if self.leak_rate != 1.0:
-                new = torch.lerp(x, new, self.leak_rate)  # (1 - a) x + a new, fused
+                new = torch.lerp(x, new, self.leak_rate)
             x = new if keep is None else torch.where(keep[t], new, x)
             states[t] = x
         return states.permute(*batch_first)  # (B, T, N): a view, not a copy
+
+    def _csr_copy(self) -> torch.Tensor:
+        """A CSR copy of ``W``, made once and reused while ``W`` is unchanged (its version counter)."""
+        key = (self.W.data_ptr(), self.W._version, self.W.device)
+        if getattr(self, "_csr_key", None) != key:
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": addmm with CSR is all we use
+                warnings.simplefilter("ignore", UserWarning)
+                self._csr = self.W.to_sparse_csr()
+            self._csr_key = key
+        return self._csr
 
     def _sparse_recurrence(self, u: torch.Tensor) -> bool:
         """Multiply by a CSR copy of W? Only for a frozen reservoir on the CPU with a sparse enough W.
 
         ``W`` itself stays dense (for access, eigenvalues and checkpoints); the CSR copy is
-        made at every call, which costs a few dense steps' worth. Below density
+        kept until ``W`` changes (:meth:`_csr_copy`). Below density
         :data:`SPARSE_DENSITY` the CSR product is the faster one on the CPU (docs/reservoir.md).
         """
         if self.W is None or self.trainable or self.W.device.type != "cpu" or u.dtype != self.W.dtype:
