@@ -225,3 +225,15 @@ def test_mackey_glass_one_step_prediction_beats_the_measured_threshold():
 def test_the_threshold_rejects_a_reservoir_without_memory_or_with_chaotic_dynamics(broken):
     res = Reservoir(1, 300, **{**dict(leak_rate=1.0, input_scaling=0.5, seed=0), **broken})
     assert one_step_nrmse(res) > 10 * MACKEY_GLASS_THRESHOLD
+
+
+def test_sparse_copy_of_w_follows_changes_to_w():
+    """The cached CSR copy must not outlive an in-place change of W (e.g. load_state_dict)."""
+    u = torch.randn(2, 12, 3)
+    kept = Reservoir(3, 50, connectivity=0.1, seed=4)
+    before = kept(u)
+    kept.W.mul_(0.5)
+    fresh = Reservoir(3, 50, connectivity=0.1, seed=4)
+    fresh.W.mul_(0.5)
+    torch.testing.assert_close(kept(u), fresh(u))
+    assert not torch.allclose(before, kept(u))
