@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-KINDS = ("dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")
+from zoo.registry import KINDS
 
 
 def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:

@@ -110,22 +110,22 @@ class EncodedSplit(TorchDataset):
         return [max(len(src), len(tgt) + 1) for src, tgt, _ in self.items]
 
 
+def pad(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Token id lists -> (B, longest) long tensor, PAD on the right (at least one column)."""
+    batch = torch.full((len(sequences), max([1, *map(len, sequences)])), PAD, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return batch
+
+
 def collate(items: Sequence[tuple[Sequence[int], Sequence[int], int]]) -> dict[str, torch.Tensor]:
     """Pad a list of ``(source ids, target ids, index)`` into the batch dict described above."""
-    width_s = max(len(src) for src, _, _ in items)
-    width_t = max(len(tgt) for _, tgt, _ in items) + 1
-    source = torch.full((len(items), width_s), PAD, dtype=torch.long)
-    target_in = torch.full((len(items), width_t), PAD, dtype=torch.long)
-    target_out = torch.full((len(items), width_t), PAD, dtype=torch.long)
-    for row, (src, tgt, _) in enumerate(items):
-        source[row, : len(src)] = torch.tensor(src, dtype=torch.long)
-        y = torch.tensor(tgt, dtype=torch.long)
-        target_in[row, 0] = BOS
-        target_in[row, 1 : len(tgt) + 1] = y
-        target_out[row, : len(tgt)] = y
-        target_out[row, len(tgt)] = EOS
-    index = torch.tensor([i for _, _, i in items], dtype=torch.long)
-    return {"source": source, "target_in": target_in, "target_out": target_out, "index": index}
+    return {
+        "source": pad([src for src, _, _ in items]),
+        "target_in": pad([[BOS, *tgt] for _, tgt, _ in items]),
+        "target_out": pad([[*tgt, EOS] for _, tgt, _ in items]),
+        "index": torch.tensor([i for _, _, i in items], dtype=torch.long),
+    }
 
 
 # --------------------------------------------------------------------------- sampling

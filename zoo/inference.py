@@ -9,7 +9,6 @@ import torch
 from omegaconf import OmegaConf
 
 from zoo.config import DecodeConfig
-from zoo.contracts import PAD
 from zoo.errors import ZooError
 
 
@@ -54,23 +53,16 @@ class Translator:
             ) from error
         return cls(module, src_tok, tgt_tok, run_dir)
 
-    def _source_batch(self, sentences: list[str]) -> torch.Tensor:
-        ids = self.src_tokenizer.encode(sentences)
-        width = max(1, max(len(s) for s in ids))
-        batch = torch.full((len(ids), width), PAD, dtype=torch.long)
-        for row, seq in enumerate(ids):
-            batch[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        return batch
-
     @torch.no_grad()
     def translate(self, sentences: list[str], batch_size: int = 64, **decode_overrides) -> list[str]:
         """Translate sentences; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``."""
+        from zoo.data import pad
         from zoo.decoding import generate
 
         decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
         out: list[str] = []
         for start in range(0, len(sentences), batch_size):
-            source = self._source_batch(sentences[start : start + batch_size])
+            source = pad(self.src_tokenizer.encode(sentences[start : start + batch_size]))
             out.extend(self.tgt_tokenizer.decode(generate(self.module.model, source, decode)))
         return out
 
@@ -82,10 +74,10 @@ class Translator:
         wandb_run = self._wandb_run("attention")
         try:
             return write_attention_maps(
-            self.module.model,
-            self.src_tokenizer,
-            self.tgt_tokenizer,
-            sentence,
+                self.module.model,
+                self.src_tokenizer,
+                self.tgt_tokenizer,
+                sentence,
                 self.run_dir / "attention" / slug,
                 decode_cfg=self.decode_cfg,
                 wandb_run=wandb_run,

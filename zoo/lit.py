@@ -1,8 +1,8 @@
 """The LightningModule: loss, optimiser and schedule, greedy validation, test metrics."""
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
 
 import lightning as L
 import torch
@@ -52,6 +52,7 @@ class TranslationModule(L.LightningModule):
         self.model = Seq2Seq(cfg, src_vocab_size, tgt_vocab_size)
         self.loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=cfg["optim"]["label_smoothing"])
         self.test_decode = DecodeConfig(**cfg["decode"])
+        self.val_decode = dataclasses.replace(self.test_decode, strategy="greedy")  # validation is always greedy
         self._outputs: list[tuple[torch.Tensor, list[list[int]]]] = []
         self.results: dict[str, dict] = {}  # split -> metrics and hypotheses of the latest evaluation
 
@@ -107,7 +108,7 @@ class TranslationModule(L.LightningModule):
         }
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        self._evaluate_step(batch, DecodeConfig(strategy="greedy", **_length_limits(self.test_decode)), "val")
+        self._evaluate_step(batch, self.val_decode, "val")
 
     def on_validation_epoch_end(self) -> None:
         if not self.trainer.sanity_checking:
@@ -120,7 +121,3 @@ class TranslationModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._evaluate_epoch("test")
-
-
-def _length_limits(decode: DecodeConfig) -> dict[str, Any]:
-    return {"max_len_ratio": decode.max_len_ratio, "max_len_offset": decode.max_len_offset}

@@ -22,6 +22,7 @@ from zoo.contracts import PAD
 from zoo.data import TranslationData
 from zoo.errors import ZooError
 from zoo.lit import TranslationModule
+from zoo.registry import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +173,7 @@ def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -
         "peak_memory_mb": round(peak_memory_mb(module.device), 1),
         "epochs": trainer.current_epoch,
         "steps": trainer.global_step,
-        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in (
-            "dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")},
+        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in KINDS},
         "decode": OmegaConf.to_container(cfg.decode)["strategy"],
         "best_checkpoint": checkpoint.best_model_path or None,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
