@@ -17,11 +17,8 @@ def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
 
 
 def _label(summary: dict, varying: list[str]) -> str:
-    parts = []
-    for kind in varying:
-        cfg = summary["components"][kind]
-        parts.append(f"{kind}={cfg['name']}")
-    return ", ".join(parts) or summary["components"]["encoder"]["name"]
+    names = ", ".join(f"{kind}={summary['components'][kind]['name']}" for kind in varying)
+    return names or summary["components"]["encoder"]["name"]
 
 
 def _varying_kinds(summaries: list[dict]) -> list[str]:
