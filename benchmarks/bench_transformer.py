@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.contracts import PAD, EncoderOutput
-from zoo.discovery import discover
+from zoo.registry.discovery import discover
 from zoo.registry import build, default_config
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo import discovery, registry
-from zoo.attention_maps import (
+from zoo import registry
+
+from zoo.registry import discovery
+from zoo.viz.attention_maps import (
     AttentionMapError,
     attention_weights,
     grid_figure,
@@ -13,7 +15,7 @@ from zoo.attention_maps import (
     token_labels,
     write_attention_maps,
 )
-from zoo.config import DecodeConfig
+from zoo.config.schema import DecodeConfig
 from zoo.contracts import BOS
 from zoo.model import Seq2Seq
 

@@ -21,8 +21,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo import discovery, registry
-from zoo.attention import attend
+from zoo import registry
+
+from zoo.registry import discovery
+from zoo.nn.attention import attend
 from zoo.contracts import BOS, EOS, PAD, Example, Scorer
 
 discovery.discover()

@@ -4,10 +4,11 @@ import torch
 from lightning.fabric.utilities.data import _set_sampler_epoch
 from omegaconf import OmegaConf
 
-import zoo.data
-from zoo import discovery, registry
+import zoo.data.datamodule
+from zoo import registry
+from zoo.registry import discovery
 from zoo.contracts import BOS, EOS, PAD, UNK
-from zoo.data import (
+from zoo.data.datamodule import (
     DataError,
     LengthBucketSampler,
     TokenBudgetBatchSampler,
@@ -94,7 +95,7 @@ def test_training_order_depends_only_on_seed_and_epoch(data, tmp_path):
 def test_tokenizers_are_saved_and_reused(data, monkeypatch):
     source_file, target_file = tokenizer_paths(data.run_dir)
     assert source_file.is_file() and target_file.is_file()
-    monkeypatch.setattr(zoo.data, "train_tokenizers", lambda *a: pytest.fail("tokenizers were retrained"))
+    monkeypatch.setattr(zoo.data.datamodule, "train_tokenizers", lambda *a: pytest.fail("tokenizers were retrained"))
     resumed = TranslationData(config(), data.run_dir)
     resumed.setup()
     text = data.references["test"][:5]
@@ -163,7 +164,7 @@ def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeyp
     """Lightning reads the loader's length once per epoch; a wrong length silently skips validation."""
     from types import SimpleNamespace
 
-    monkeypatch.setattr(zoo.data, "CHUNK_BATCHES", 2)  # many small sorted chunks: batch counts vary by epoch
+    monkeypatch.setattr(zoo.data.datamodule, "CHUNK_BATCHES", 2)  # many small sorted chunks: batch counts vary by epoch
     synthetic = registry.default_config("dataset", "synthetic", train_size=600, val_size=5, test_size=5, max_words=15)
     module = TranslationData(config(synthetic, max_tokens=40), tmp_path)
     module.setup()

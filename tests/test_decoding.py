@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.config import DecodeConfig
+from zoo.config.schema import DecodeConfig
 from zoo.contracts import BOS, EOS, PAD, UNK, Decoder, EncoderOutput
 from zoo.decoding import (
     DecodingError,
@@ -274,7 +274,8 @@ def test_bad_sampling_options_are_rejected():
 # --------------------------------------------------------------------------- real models
 def _real_model(decoder: str):
     """A tiny untrained Seq2Seq with the given decoder (GRU encoder; Transformer encoder for a Transformer)."""
-    from zoo import discovery, registry
+    from zoo import registry
+    from zoo.registry import discovery
     from zoo.model import Seq2Seq
 
     discovery.discover()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo import discovery
+from zoo.registry import discovery
 from zoo.contracts import EncoderOutput
 from zoo.registry import build, default_config
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo import discovery
+from zoo.registry import discovery
 from zoo.model import AssemblyError, Seq2Seq
 from zoo.registry import default_config
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo import discovery, registry
-from zoo.multihead import MultiHeadAttention
+from zoo import registry
+
+from zoo.registry import discovery
+from zoo.nn.multihead import MultiHeadAttention
 
 discovery.discover()
 

@@ -4,7 +4,9 @@ import logging
 
 import pytest
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo.contracts import Example
 from zoo_plugins.datasets.parallel import CorpusError
 

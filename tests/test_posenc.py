@@ -6,7 +6,9 @@ import math
 import pytest
 import torch
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo_plugins.posenc.alibi import alibi_slopes
 from zoo_plugins.posenc.relative import relative_bucket
 

@@ -3,7 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo.contracts import BOS, EncoderOutput
 
 discovery.discover()

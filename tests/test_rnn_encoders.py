@@ -2,7 +2,9 @@
 import pytest
 import torch
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 
 discovery.discover()
 

@@ -3,7 +3,9 @@ import random
 
 import pytest
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo_plugins.datasets.synthetic import (
     AGREEMENT,
     CASES,

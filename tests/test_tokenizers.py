@@ -4,9 +4,11 @@ import json
 import pytest
 from tokenizers import Tokenizer as HFPipeline
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo.contracts import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
-from zoo.tokenization import TokenizerError
+from zoo.data.tokenization import TokenizerError
 
 discovery.discover()
 

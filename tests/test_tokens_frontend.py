@@ -4,7 +4,9 @@ import math
 import pytest
 import torch
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo.contracts import PAD
 
 discovery.discover()

@@ -8,9 +8,9 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from zoo.config import TrainerConfig
-from zoo.lit import warmup_then_decay
-from zoo.train import lightning_options, parameter_counts
+from zoo.config.schema import TrainerConfig
+from zoo.training.module import warmup_then_decay
+from zoo.training.run import lightning_options, parameter_counts
 
 
 def test_warmup_then_inverse_sqrt_and_cosine():

@@ -4,10 +4,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo import discovery, registry
+from zoo import registry
+
+from zoo.registry import discovery
 from zoo.contracts import PAD, Decoder, EncoderOutput
 from zoo.model import AssemblyError, Seq2Seq
-from zoo.norms import DynamicTanh, make_norm
+from zoo.nn.norms import DynamicTanh, make_norm
 
 discovery.discover()
 

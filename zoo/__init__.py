@@ -7,6 +7,6 @@ __all__ = ["register", "build", "load", "__version__"]
 
 def load(run_dir):
     """A :class:`zoo.inference.Translator` for a finished run directory."""
-    from zoo.inference import Translator
+    from zoo.inference.predictor import Translator
 
     return Translator.from_run(run_dir)

@@ -23,7 +23,7 @@ With the ``none`` scorer (``attends = False``) c_t is a learned projection of th
 encoder summary ``enc.state``, the same at every step: the fixed-vector
 encoder-decoder of Cho et al. (2014) and Sutskever et al. (2014).
 
-Attention is :func:`zoo.attention.attend` with one head and one query (H = 1,
+Attention is :func:`zoo.nn.attention.attend` with one head and one query (H = 1,
 T = 1). Positional encodings are ignored: the recurrence already knows the order.
 """
 from __future__ import annotations
@@ -35,9 +35,9 @@ import torch
 from torch import nn
 
 from zoo import register
-from zoo.attention import attend
+from zoo.nn.attention import attend
 from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
-from zoo.layers import TargetEmbedding
+from zoo.nn.layers import TargetEmbedding
 from zoo.registry import build, get
 
 CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell, "rnn": nn.RNNCell}

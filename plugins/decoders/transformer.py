@@ -10,10 +10,10 @@ from torch import nn
 
 from zoo import register
 from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
-from zoo.layers import TargetEmbedding
-from zoo.multihead import MultiHeadAttention
+from zoo.nn.layers import TargetEmbedding
+from zoo.nn.multihead import MultiHeadAttention
 from zoo.registry import build
-from zoo_plugins.encoders.transformer import FeedForward, Residual, TransformerLayout, check_layout, final_norm
+from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, check_layout, final_norm
 
 
 class DecoderLayer(nn.Module):

@@ -6,7 +6,7 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from zoo import register
 from zoo.contracts import SPECIAL_TOKENS
-from zoo.tokenization import HFTokenizer
+from zoo.data.tokenization import HFTokenizer
 
 
 @register("tokenizer", "bpe")

@@ -1,75 +1,16 @@
-"""The contracts between components: what each kind receives and returns.
+"""Model contracts: frontends, positional encodings, scorers, encoders and decoders.
 
 Everything is batch-first. Masks are boolean and True where a position is real
-(not padding). A plugin subclasses one of these bases, adds a nested dataclass
-``Config`` and registers itself with :func:`zoo.registry.register`.
+(not padding).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 from torch import nn
 
-# Special token ids shared by every tokenizer.
-PAD, BOS, EOS, UNK = 0, 1, 2, 3
-SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
-
-
-# --------------------------------------------------------------------------- data
-@dataclass(frozen=True)
-class Example:
-    """One parallel pair; ``source`` is text for translation (an image later)."""
-
-    source: Any
-    target: str
-
-
-class Dataset:
-    """Produces the train/val/test examples. ``Config`` holds its options."""
-
-    def __init__(self, cfg: Any) -> None:
-        self.cfg = cfg
-
-    def splits(self) -> dict[str, list[Example]]:
-        """``{"train": [...], "val": [...], "test": [...]}``."""
-        raise NotImplementedError
-
-
-class Tokenizer:
-    """Text <-> ids. Ids 0..3 are PAD, BOS, EOS, UNK in every tokenizer.
-
-    ``encode`` returns ids without BOS/EOS; the data module adds them.
-    """
-
-    def __init__(self, cfg: Any) -> None:
-        self.cfg = cfg
-
-    def train(self, texts: Iterable[str]) -> None:
-        raise NotImplementedError
-
-    def encode(self, texts: list[str]) -> list[list[int]]:
-        raise NotImplementedError
-
-    def decode(self, ids: list[list[int]]) -> list[str]:
-        """Ids to text; special tokens are dropped."""
-        raise NotImplementedError
-
-    @property
-    def vocab_size(self) -> int:
-        raise NotImplementedError
-
-    def save(self, path: str) -> None:
-        """Write everything needed to rebuild the tokenizer to the file ``path``."""
-        raise NotImplementedError
-
-    def load(self, path: str) -> None:
-        """Restore a tokenizer written by :meth:`save` (config comes from the constructor)."""
-        raise NotImplementedError
-
-
-# --------------------------------------------------------------------------- model
 class Frontend(nn.Module):
     """Source input -> vectors. Built as ``cls(cfg, vocab_size=V)``.
 
@@ -111,7 +52,7 @@ class Scorer(nn.Module):
 
     ``forward(q (B, H, T, dq), k (B, H, S, dk)) -> scores (B, H, T, S)``.
     Masking, softmax, dropout and the weighted sum live in
-    :func:`zoo.attention.attend`, never in a scorer.
+    :func:`zoo.nn.attention.attend`, never in a scorer.
     """
 
     def prepare_keys(self, k: torch.Tensor) -> torch.Tensor:

@@ -46,11 +46,11 @@ def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
 
 
 def cmd_train(overrides: list[str]) -> None:
-    from zoo.discovery import discover
+    from zoo.registry.discovery import discover
 
     discover(plugin_dirs_from_overrides(overrides))
-    import zoo.config  # noqa: F401  (stores the schema)
-    from zoo.train import hydra_entry
+    import zoo.config.schema  # noqa: F401  (stores the schema)
+    from zoo.training.run import hydra_entry
 
     sys.argv = ["zoo train", *overrides]
     hydra_entry()
@@ -62,7 +62,7 @@ def cmd_list(args: list[str]) -> None:
     parser.add_argument("--filter", default="", help="only names containing this text")
     opts = parser.parse_args(args)
     from zoo import registry
-    from zoo.discovery import discover
+    from zoo.registry.discovery import discover
 
     discover()
     if opts.kind and opts.kind not in registry.KINDS:
@@ -120,7 +120,7 @@ def cmd_compare(args: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="zoo compare", description=COMMANDS["compare"])
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
     opts = parser.parse_args(args)
-    from zoo.compare import find_summaries, leaderboard
+    from zoo.report.compare import find_summaries, leaderboard
 
     print(leaderboard(find_summaries(opts.paths)))
 
@@ -132,6 +132,3 @@ COMMAND_FUNCTIONS = {
     "attention": cmd_attention,
     "compare": cmd_compare,
 }
-
-if __name__ == "__main__":
-    main()

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from zoo.config import DecodeConfig
+from zoo.config.schema import DecodeConfig
 from zoo.errors import ZooError
 
 
@@ -28,9 +28,9 @@ class Translator:
 
     @classmethod
     def from_run(cls, run_dir: str | Path, checkpoint: str = "best.ckpt") -> "Translator":
-        from zoo.data import load_tokenizers
-        from zoo.discovery import discover
-        from zoo.lit import TranslationModule
+        from zoo.data.datamodule import load_tokenizers
+        from zoo.registry.discovery import discover
+        from zoo.training.module import TranslationModule
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
@@ -56,7 +56,7 @@ class Translator:
     @torch.no_grad()
     def translate(self, sentences: list[str], batch_size: int = 64, **decode_overrides) -> list[str]:
         """Translate sentences; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``."""
-        from zoo.data import pad
+        from zoo.data.datamodule import pad
         from zoo.decoding import generate
 
         decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
@@ -68,7 +68,7 @@ class Translator:
 
     def attention_maps(self, sentence: str) -> list[Path]:
         """PNG heatmaps for ``sentence`` under ``run_dir/attention/<sentence>/``."""
-        from zoo.attention_maps import write_attention_maps
+        from zoo.viz.attention_maps import write_attention_maps
 
         slug = re.sub(r"[^\w]+", "_", sentence.strip())[:40].strip("_") or "sentence"
         wandb_run = self._wandb_run("attention")
@@ -93,7 +93,7 @@ class Translator:
             return None
         import wandb
 
-        from zoo.tracking import wandb_mode
+        from zoo.training.loggers import wandb_mode
 
         return wandb.init(
             project=logger["project"], dir=str(self.run_dir), mode=wandb_mode(logger), job_type=job_type, name=self.run_dir.name

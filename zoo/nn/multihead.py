@@ -4,7 +4,7 @@ One module serves encoder self-attention, causal decoder self-attention and
 cross-attention over an encoder memory. Per head it projects queries, keys and
 values to ``head_dim = d_model / heads``, scores them with a scorer plugin
 (``scaled_dot``, ``additive``, ``general``, ...), normalises with
-:func:`zoo.attention.attend` and mixes the heads with an output projection.
+:func:`zoo.nn.attention.attend` and mixes the heads with an output projection.
 
 With the ``scaled_dot`` scorer and no attention weights requested the same
 computation runs through ``torch.nn.functional.scaled_dot_product_attention``
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.attention import attend, attention_mask
+from zoo.nn.attention import attend, attention_mask
 from zoo.contracts import PositionalEncoding
 from zoo.registry import build
 

@@ -19,9 +19,9 @@ from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.contracts import PAD
-from zoo.data import TranslationData
+from zoo.data.datamodule import TranslationData
 from zoo.errors import ZooError
-from zoo.lit import TranslationModule
+from zoo.training.module import TranslationModule
 from zoo.registry import KINDS
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
     if cfg.logger.wandb:
         from lightning.pytorch.loggers import WandbLogger
 
-        from zoo.tracking import wandb_mode
+        from zoo.training.loggers import wandb_mode
 
         loggers.append(
             WandbLogger(
@@ -207,7 +207,7 @@ def print_result(summary: dict, run_dir: Path) -> None:
     print(f"run directory: {run_dir}\n")
 
 
-@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+@hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")
 def hydra_entry(cfg: DictConfig) -> float | None:
     try:
         summary = train(cfg)

@@ -8,7 +8,7 @@ import lightning as L
 import torch
 from torch import nn
 
-from zoo.config import DecodeConfig
+from zoo.config.schema import DecodeConfig
 from zoo.contracts import PAD
 from zoo.decoding import generate
 from zoo.metrics import bleu_by_source_length, corpus_scores

@@ -1,0 +1,4 @@
+"""``python -m zoo.cli`` is the ``zoo`` command."""
+from zoo.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Configuration: the typed schema of every section that is not a plugin."""

@@ -1,0 +1,20 @@
+"""The contracts between components: what each kind receives and returns.
+
+A plugin subclasses one of these bases, adds a nested dataclass ``Config`` and
+registers itself with :func:`zoo.registry.register`.
+"""
+from zoo.contracts.data import BOS, EOS, PAD, SPECIAL_TOKENS, UNK, Dataset, Example, Tokenizer
+from zoo.contracts.model import (
+    Decoder,
+    DecoderOutput,
+    Encoder,
+    EncoderOutput,
+    Frontend,
+    PositionalEncoding,
+    Scorer,
+)
+
+__all__ = [
+    "BOS", "EOS", "PAD", "SPECIAL_TOKENS", "UNK", "Dataset", "Example", "Tokenizer",
+    "Decoder", "DecoderOutput", "Encoder", "EncoderOutput", "Frontend", "PositionalEncoding", "Scorer",
+]

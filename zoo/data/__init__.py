@@ -1,0 +1,1 @@
+"""Data: tokenisation, sampling, collation and the data module."""

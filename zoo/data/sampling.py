@@ -1,0 +1,104 @@
+"""Length-bucketed sampling within a token budget.
+
+A batch holds as many examples as fit a token budget,
+``B * max(S, T) <= data.max_tokens`` (a single longer pair still gets a batch of
+its own). Sorting by size first means little padding (the bucketing of
+Sutskever et al., 2014 and of fairseq's token-based batches, Ott et al., 2019).
+"""
+from __future__ import annotations
+
+import random
+from typing import Iterator, Sequence
+
+from torch.utils.data import Sampler
+
+from zoo.errors import ZooError
+
+
+class DataError(ZooError, ValueError):
+    """The data cannot be turned into batches as configured."""
+
+
+class LengthBucketSampler(Sampler[int]):
+    """Example indices ordered so that neighbours have similar sizes.
+
+    ``shuffle=False`` (evaluation): every index, sorted by size.
+    ``shuffle=True`` (training): a random permutation drawn from ``(seed, epoch)``,
+    cut into chunks of ``chunk_size``, each chunk sorted by size (ties stay in
+    random order). Batches then pad little, yet differ every epoch; the same
+    seed and epoch always give the same order. Lightning calls :meth:`set_epoch`
+    before each training epoch.
+    """
+
+    def __init__(self, sizes: Sequence[int], shuffle: bool, seed: int = 0, chunk_size: int = 10_000) -> None:
+        self.sizes = list(sizes)
+        self.shuffle = shuffle
+        self.seed = seed
+        self.chunk_size = max(1, chunk_size)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def rng(self, purpose: str) -> random.Random:
+        """A generator fixed by seed, epoch and ``purpose`` (independent streams for order and batches)."""
+        return random.Random(f"{self.seed}:{self.epoch}:{purpose}")
+
+    def __iter__(self) -> Iterator[int]:
+        order = list(range(len(self.sizes)))
+        if not self.shuffle:
+            yield from sorted(order, key=self.sizes.__getitem__)
+            return
+        self.rng("order").shuffle(order)
+        for start in range(0, len(order), self.chunk_size):
+            yield from sorted(order[start : start + self.chunk_size], key=self.sizes.__getitem__)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+class TokenBudgetBatchSampler(Sampler[list[int]]):
+    """Cuts the index stream of a :class:`LengthBucketSampler` into batches within a token budget.
+
+    A batch is closed when one more pair would make ``batch size * largest size``
+    exceed ``max_tokens``, or when the size drops (a new sorted chunk begins).
+    Training batches are then shuffled. With ``num_replicas > 1`` (multi-GPU)
+    every process takes every ``num_replicas``-th batch, all the same number.
+    """
+
+    def __init__(self, sampler: LengthBucketSampler, max_tokens: int, num_replicas: int = 1, rank: int = 0) -> None:
+        self.sampler = sampler
+        self.max_tokens = max_tokens
+        self.num_replicas = num_replicas
+        self.rank = rank
+
+    def batches(self) -> list[list[int]]:
+        sizes = self.sampler.sizes
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        longest = previous = 0
+        for k in self.sampler:
+            size = sizes[k]
+            if batch and (size < previous or (len(batch) + 1) * max(longest, size) > self.max_tokens):
+                batches.append(batch)
+                batch, longest = [], 0
+            batch.append(k)
+            longest, previous = max(longest, size), size
+        if batch:
+            batches.append(batch)
+        if self.sampler.shuffle:
+            self.sampler.rng("batches").shuffle(batches)
+        if self.num_replicas > 1:
+            usable = len(batches) // self.num_replicas * self.num_replicas
+            if usable == 0:
+                raise DataError(
+                    f"only {len(batches)} batches for {self.num_replicas} processes; lower data.max_tokens"
+                )
+            batches = batches[self.rank : usable : self.num_replicas]
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches())
+
+    def __len__(self) -> int:
+        return len(self.batches())
