@@ -15,7 +15,7 @@ from zoo.viz.attention_maps import (
     token_labels,
     write_attention_maps,
 )
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.contracts import BOS
 from zoo.model import Seq2Seq
 

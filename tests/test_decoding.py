@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.contracts import BOS, EOS, PAD, UNK, Decoder, EncoderOutput
 from zoo.decoding import (
     DecodingError,

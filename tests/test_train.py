@@ -8,8 +8,8 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from zoo.config.schema import TrainerConfig
-from zoo.training.module import warmup_then_decay
+from zoo.config.sections import TrainerConfig
+from zoo.training.schedule import warmup_then_decay
 from zoo.training.run import lightning_options, parameter_counts
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.contracts import BOS, EOS, PAD, EncoderOutput
 from zoo.errors import ZooError
 

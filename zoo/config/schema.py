@@ -1,106 +1,52 @@
-"""The typed schema of everything that is not a plugin.
+"""The typed schema of a run's whole config, derived from the declared kinds.
 
-Plugin sections (dataset, tokenizer, frontend, posenc, encoder, decoder,
-attention) are typed by each plugin's own dataclass, stored by the registry.
+Every kind with a default (:data:`zoo.registry.kinds.GROUP_KINDS`) is a config
+group, typed by the chosen plugin's own dataclass (the registry stores it), and
+appears in the primary config's defaults list; the plain sections come from
+:mod:`zoo.config.sections`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+import dataclasses
+from dataclasses import field
+from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
+from zoo.registry.kinds import GROUP_KINDS
 
-@dataclass
-class DataConfig:
-    max_tokens: int = 1024  # token budget of a batch: batch size x longest padded sequence
-    max_len: int = 128  # training pairs with more tokens on either side are skipped
-    joint_vocab: bool = False  # one tokenizer trained on source and target text together
-    num_workers: int = 0
+#: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
+PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default"}
 
 
-@dataclass
-class ModelConfig:
-    # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs data.joint_vocab=true
-    # and a target embedding of the frontend's width.
-    share_embeddings: bool = False
+def defaults_list() -> list[Any]:
+    """The schema's own values first, then one default per kind and preset group, then an optional experiment."""
+    groups = {kind.name: kind.default for kind in GROUP_KINDS} | PRESET_GROUPS
+    return ["_self_", *({group: choice} for group, choice in groups.items()), {"experiment": None}]
 
 
-@dataclass
-class OptimConfig:
-    lr: float = 2e-3
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.98)
-    warmup_steps: int = 100
-    schedule: str = "inverse_sqrt"  # inverse_sqrt | cosine | constant (all after linear warmup)
-    label_smoothing: float = 0.1
-
-
-@dataclass
-class TrainerConfig:
-    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience`` and ``cpu_threads``."""
-
-    max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
-    max_steps: int = -1
-    max_time: Optional[str] = None  # "DD:HH:MM:SS"
-    accelerator: str = "cpu"
-    devices: Any = 1
-    strategy: str = "auto"
-    precision: str = "32-true"
-    gradient_clip_val: float = 1.0
-    patience: int = 5  # early stopping on validation BLEU, in validation rounds
-    val_check_interval: float = 1.0
-    check_val_every_n_epoch: int = 1
-    limit_train_batches: float = 1.0
-    limit_val_batches: float = 1.0
-    limit_test_batches: float = 1.0
-    log_every_n_steps: int = 10
-    enable_progress_bar: bool = True
-    # torch threads on the CPU (0: torch's default, one per core). Small recurrent models gain little from
-    # more, and threads that must share their cores with other work slow down sharply.
-    cpu_threads: int = 1
-
-
-@dataclass
-class DecodeConfig:
-    strategy: str = "greedy"  # greedy | beam | sample (validation is always greedy)
-    beam_size: int = 5
-    length_penalty: str = "gnmt"  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
-    alpha: float = 0.6
-    max_len_ratio: float = 1.5  # max output length = ratio * source length + offset
-    max_len_offset: int = 10
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-
-
-@dataclass
-class LoggerConfig:
-    wandb: bool = False  # CSV is always written; this adds Weights & Biases
-    project: str = "zoo"
-    mode: Optional[str] = None  # None: $WANDB_MODE if set, else offline
-
-
-@dataclass
-class ZooConfig:
-    seed: int = 1234
-    plugin_dirs: list[str] = field(default_factory=list)
-    samples: int = 10  # sample translations written to the run directory
-    length_buckets: list[int] = field(default_factory=lambda: [10, 20, 30, 40, 50])  # BLEU by source length (words)
-    dataset: Any = MISSING
-    tokenizer: Any = MISSING
-    frontend: Any = MISSING
-    posenc: Any = MISSING
-    encoder: Any = MISSING
-    decoder: Any = MISSING
-    attention: Any = MISSING
-    data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    decode: DecodeConfig = field(default_factory=DecodeConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-
+ZooConfig = dataclasses.make_dataclass(
+    "ZooConfig",
+    [
+        ("defaults", List[Any], field(default_factory=defaults_list)),
+        *((kind.name, Any, MISSING) for kind in GROUP_KINDS),
+        ("seed", int, field(default=1234)),
+        ("plugin_dirs", List[str], field(default_factory=list)),
+        ("samples", int, field(default=10)),  # sample outputs written to the run directory
+        ("metrics", Optional[List[str]], field(default=None)),  # metric plugins to report; null: the task's defaults
+        ("monitor", Optional[str], field(default=None)),  # the metric that picks checkpoints and stops early; null: the task's
+        ("paths", Any, field(default_factory=dict)),
+        ("data", DataConfig, field(default_factory=DataConfig)),
+        ("model", ModelConfig, field(default_factory=ModelConfig)),
+        ("optim", OptimConfig, field(default_factory=OptimConfig)),
+        ("trainer", TrainerConfig, field(default_factory=TrainerConfig)),
+        ("decode", DecodeConfig, field(default_factory=DecodeConfig)),
+        ("logger", LoggerConfig, field(default_factory=LoggerConfig)),
+    ],
+)
+ZooConfig.__module__ = __name__
+ZooConfig.__doc__ = "A run's whole config: one section per kind, plus the plain sections."
 
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)

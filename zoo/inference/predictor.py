@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.errors import ZooError
 
 

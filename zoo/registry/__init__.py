@@ -1,14 +1,8 @@
 """The registry: kinds, components keyed by kind and name, and plugin discovery."""
-from zoo.registry.entries import (
-    KINDS,
-    Entry,
-    RegistryError,
-    build,
-    default_config,
-    entries,
-    get,
-    names,
-    register,
-)
+from zoo.registry.entries import Entry, RegistryError, build, default_config, entries, get, names, register
+from zoo.registry.kinds import GROUP_KINDS, KIND_NAMES, KINDS, MODEL_KINDS, Kind, kind
 
-__all__ = ["KINDS", "Entry", "RegistryError", "build", "default_config", "entries", "get", "names", "register"]
+__all__ = [
+    "Entry", "RegistryError", "build", "default_config", "entries", "get", "names", "register",
+    "GROUP_KINDS", "KIND_NAMES", "KINDS", "MODEL_KINDS", "Kind", "kind",
+]

@@ -15,9 +15,7 @@ from typing import Any, Callable, Iterator
 from hydra.core.config_store import ConfigStore
 
 from zoo.errors import ZooError
-
-# Kinds a component may register under; each is also a Hydra config group.
-KINDS = ("dataset", "tokenizer", "frontend", "posenc", "encoder", "decoder", "attention")
+from zoo.registry.kinds import kind as declared_kind
 
 
 class RegistryError(ZooError, ValueError):
@@ -74,8 +72,7 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
 
 def register(kind: str, name: str) -> Callable[[type], type]:
     """Class decorator: ``@register("attention", "cosine")``."""
-    if kind not in KINDS:
-        raise RegistryError(f"unknown component kind '{kind}'; kinds are: {', '.join(KINDS)}")
+    declared_kind(kind)  # an unknown kind is an error naming the known ones
 
     def decorate(cls: type) -> type:
         existing = _ENTRIES.get((kind, name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoo.registry import KINDS
+from zoo.registry import GROUP_KINDS
 
 
 def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
@@ -23,7 +23,7 @@ def _label(summary: dict, varying: list[str]) -> str:
 
 def _varying_kinds(summaries: list[dict]) -> list[str]:
     """The component kinds whose name differs between runs: what the comparison is about."""
-    return [k for k in KINDS if len({s["components"][k]["name"] for s in summaries}) > 1]
+    return [k for k in (kind.name for kind in GROUP_KINDS) if len({s["components"][k]["name"] for s in summaries}) > 1]
 
 
 def leaderboard(runs: list[tuple[Path, dict]]) -> str:

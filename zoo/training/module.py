@@ -2,41 +2,17 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import lightning as L
 import torch
 from torch import nn
 
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.contracts import PAD
 from zoo.decoding import generate
 from zoo.metrics import bleu_by_source_length, corpus_scores
 from zoo.model import Seq2Seq
-
-SCHEDULES = ("inverse_sqrt", "cosine", "constant")
-
-
-def warmup_then_decay(schedule: str, warmup_steps: int, total_steps: int):
-    """lr multiplier per optimiser step: linear warmup, then inverse-sqrt (Vaswani et al. 2017),
-    cosine to zero (Loshchilov & Hutter 2017) or constant."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown optim.schedule '{schedule}'; choose one of {', '.join(SCHEDULES)}")
-    warmup = max(1, warmup_steps)
-
-    def factor(step: int) -> float:
-        step += 1
-        if step < warmup:
-            return step / warmup
-        if schedule == "inverse_sqrt":
-            return math.sqrt(warmup / step)
-        if schedule == "cosine":
-            progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-            return 0.5 * (1 + math.cos(math.pi * progress))
-        return 1.0
-
-    return factor
-
+from zoo.training.schedule import warmup_then_decay
 
 class TranslationModule(L.LightningModule):
     """Trains a :class:`~zoo.model.Seq2Seq` with label-smoothed cross-entropy and scores it with BLEU/chrF.
@@ -104,7 +80,7 @@ class TranslationModule(L.LightningModule):
             "sources": sources,
             "references": references,
             "hypotheses": hypotheses,
-            "bleu_by_length": bleu_by_source_length(sources, hypotheses, references, self.cfg["length_buckets"]),
+            "bleu_by_length": bleu_by_source_length(sources, hypotheses, references, self.cfg["task"]["length_buckets"]),
         }
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:

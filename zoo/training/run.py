@@ -18,11 +18,12 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.config.validate import validate
 from zoo.contracts import PAD
 from zoo.data.datamodule import TranslationData
 from zoo.errors import ZooError
 from zoo.training.module import TranslationModule
-from zoo.registry import KINDS
+from zoo.registry import GROUP_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ def quiet_lightning() -> None:
 
 def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary."""
+    validate(cfg)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     check_run_dir(run_dir)
     quiet_lightning()
@@ -173,7 +175,7 @@ def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -
         "peak_memory_mb": round(peak_memory_mb(module.device), 1),
         "epochs": trainer.current_epoch,
         "steps": trainer.global_step,
-        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in KINDS},
+        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in (k.name for k in GROUP_KINDS)},
         "decode": OmegaConf.to_container(cfg.decode)["strategy"],
         "best_checkpoint": checkpoint.best_model_path or None,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},

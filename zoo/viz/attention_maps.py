@@ -33,7 +33,7 @@ from typing import Any, Iterator
 import torch
 from matplotlib.figure import Figure
 
-from zoo.config.schema import DecodeConfig
+from zoo.config.sections import DecodeConfig
 from zoo.contracts import BOS, EOS, SPECIAL_TOKENS, Tokenizer
 from zoo.decoding import generate
 from zoo.errors import ZooError

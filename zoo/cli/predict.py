@@ -1,0 +1,41 @@
+"""``zoo translate`` and ``zoo attention``: use a finished run."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _read_sentences(sentences: list[str]) -> list[str]:
+    if sentences:
+        return sentences
+    return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+
+
+def translate(args: list[str], description: str) -> None:
+    parser = argparse.ArgumentParser(prog="zoo translate", description=description)
+    parser.add_argument("run_dir")
+    parser.add_argument("sentences", nargs="*", help="sentences to translate; none: read lines from stdin")
+    parser.add_argument("--decode", choices=("greedy", "beam", "sample"), help="decoding strategy (default: the run's)")
+    parser.add_argument("--beam-size", type=int)
+    opts = parser.parse_args(args)
+    import zoo
+
+    translator = zoo.load(opts.run_dir)
+    overrides = {k: v for k, v in (("strategy", opts.decode), ("beam_size", opts.beam_size)) if v is not None}
+    for line in translator.translate(_read_sentences(opts.sentences), **overrides):
+        print(line)
+
+
+def attention(args: list[str], description: str) -> None:
+    parser = argparse.ArgumentParser(prog="zoo attention", description=description)
+    parser.add_argument("run_dir")
+    parser.add_argument("sentence")
+    opts = parser.parse_args(args)
+    import zoo
+
+    paths = zoo.load(opts.run_dir).attention_maps(opts.sentence)
+    if not paths:
+        print("this model has no attention to draw (e.g. attention=none with an RNN encoder)")
+        return
+    print(f"wrote {len(paths)} attention maps to {os.path.dirname(paths[0])}")
