@@ -5,40 +5,34 @@ import pytest
 import torch
 
 from zoo import registry
-
+from zoo.contracts import BOS, Item
+from zoo.model import Seq2Seq
 from zoo.registry import discovery
 from zoo.viz.attention_maps import (
     AttentionMapError,
     attention_weights,
     grid_figure,
     heatmap_figure,
-    token_labels,
     write_attention_maps,
 )
-from zoo.config.sections import DecodeConfig
-from zoo.contracts import BOS
-from zoo.model import Seq2Seq
 
 discovery.discover()
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SOURCE_TEXTS = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
 TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
-SHORT = DecodeConfig(strategy="greedy", max_len_ratio=1.0, max_len_offset=1)  # small pictures, fast tests
-
-
-def tokenizer(name: str, texts: list[str]):
-    tok = registry.build("tokenizer", registry.default_config("tokenizer", name))
-    tok.train(texts)
-    return tok
 
 
 @pytest.fixture(scope="module")
-def tokenizers():
-    return tokenizer("word", SOURCE_TEXTS), tokenizer("word", TARGET_TEXTS)
+def task():
+    """A translation task fitted on three sentence pairs; outputs of at most source length + 1 ids (small pictures)."""
+    cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
+    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
+    translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(SOURCE_TEXTS, TARGET_TEXTS))])
+    return translation
 
 
-def model(encoder: str, decoder: str, tokenizers, attention: str = "general", layers: int = 1, heads: int = 2):
+def model(encoder: str, decoder: str, task, attention: str = "general", layers: int = 1, heads: int = 2):
     for kind, name in (("encoder", encoder), ("decoder", decoder), ("attention", attention)):
         if name not in registry.names(kind):
             pytest.skip(f"{kind} '{name}' is not registered")
@@ -55,8 +49,7 @@ def model(encoder: str, decoder: str, tokenizers, attention: str = "general", la
         defaults = registry.default_config(kind, name)
         cfg[kind] = {**defaults, **{k: v for k, v in small.items() if k in defaults}}
     torch.manual_seed(0)
-    src_tok, tgt_tok = tokenizers
-    return Seq2Seq(cfg, src_tok.vocab_size, tgt_tok.vocab_size)
+    return Seq2Seq(cfg, task.source_description(), task.target_vocab_size)
 
 
 def assert_pngs(paths):
@@ -66,19 +59,19 @@ def assert_pngs(paths):
         assert len(data) > 2000, path  # a real picture, not an empty canvas
 
 
-def test_rnn_decoder_gives_one_cross_attention_map(tokenizers, tmp_path):
-    m = model("gru", "rnn", tokenizers).train()
-    paths = write_attention_maps(m, *tokenizers, "the cat sat on a mat", tmp_path / "maps", decode_cfg=SHORT)
+def test_rnn_decoder_gives_one_cross_attention_map(task, tmp_path):
+    m = model("gru", "rnn", task).train()
+    paths = write_attention_maps(m, task, "the cat sat on a mat", tmp_path / "maps")
     assert [p.name for p in paths] == ["cross_layer1_head1.png"]
     assert sorted(tmp_path.joinpath("maps").iterdir()) == paths
     assert_pngs(paths)
     assert m.training  # the mode it had is restored
 
 
-def test_transformer_gives_every_layer_head_and_kind_plus_grids(tokenizers, tmp_path):
+def test_transformer_gives_every_layer_head_and_kind_plus_grids(task, tmp_path):
     layers, heads = 2, 3
-    m = model("transformer", "transformer", tokenizers, attention="scaled_dot", layers=layers, heads=heads)
-    paths = write_attention_maps(m, *tokenizers, "the dog sat", tmp_path, decode_cfg=SHORT)
+    m = model("transformer", "transformer", task, attention="scaled_dot", layers=layers, heads=heads)
+    paths = write_attention_maps(m, task, "the dog sat", tmp_path)
     kinds = ("encoder_self", "decoder_self", "cross")
     assert len(paths) == len(kinds) * layers * heads + len(kinds) * layers
     assert len(set(paths)) == len(paths)
@@ -91,9 +84,9 @@ def test_transformer_gives_every_layer_head_and_kind_plus_grids(tokenizers, tmp_
     assert not m.encoder.return_attention and not m.decoder.return_attention  # switched back off
 
 
-def test_mixed_model_has_the_kinds_of_its_parts(tokenizers, tmp_path):
-    m = model("transformer", "rnn", tokenizers, heads=2)
-    paths = write_attention_maps(m, *tokenizers, "a cat", tmp_path, decode_cfg=SHORT)
+def test_mixed_model_has_the_kinds_of_its_parts(task, tmp_path):
+    m = model("transformer", "rnn", task, heads=2)
+    paths = write_attention_maps(m, task, "a cat", tmp_path)
     assert [p.name for p in paths] == [
         "encoder_self_layer1_head1.png",
         "encoder_self_layer1_head2.png",
@@ -102,8 +95,8 @@ def test_mixed_model_has_the_kinds_of_its_parts(tokenizers, tmp_path):
     ]
 
 
-def test_attention_weights_shapes_and_rows_sum_to_one(tokenizers):
-    m = model("transformer", "transformer", tokenizers, attention="scaled_dot", layers=2, heads=2).eval()
+def test_attention_weights_shapes_and_rows_sum_to_one(task):
+    m = model("transformer", "transformer", task, attention="scaled_dot", layers=2, heads=2).eval()
     source = torch.tensor([[4, 5, 6]])
     target_in = torch.tensor([[BOS, 7, 8, 9]])
     maps = attention_weights(m, source, target_in)
@@ -117,21 +110,15 @@ def test_attention_weights_shapes_and_rows_sum_to_one(tokenizers):
     assert torch.all(maps["decoder_self"][0][0, :, 0, 1:] == 0)  # causal: the first query sees only itself
 
 
-def test_a_model_without_attention_draws_nothing(tokenizers, tmp_path):
-    m = model("gru", "rnn", tokenizers, attention="none")
-    assert write_attention_maps(m, *tokenizers, "the cat", tmp_path, decode_cfg=SHORT) == []
+def test_a_model_without_attention_draws_nothing(task, tmp_path):
+    m = model("gru", "rnn", task, attention="none")
+    assert write_attention_maps(m, task, "the cat", tmp_path) == []
     assert list(tmp_path.iterdir()) == []
 
 
-def test_empty_sentence_is_rejected(tokenizers, tmp_path):
+def test_empty_sentence_is_rejected(task, tmp_path):
     with pytest.raises(AttentionMapError, match="no tokens"):
-        write_attention_maps(model("gru", "rnn", tokenizers), *tokenizers, "   ", tmp_path)
-
-
-def test_token_labels_name_specials_and_spaces():
-    chars = tokenizer("char", ["ab c"])
-    ids = chars.encode(["a c"])[0]
-    assert token_labels(chars, [BOS, *ids, 2]) == ["<s>", "a", "␣", "c", "</s>"]
+        write_attention_maps(model("gru", "rnn", task), task, "   ", tmp_path)
 
 
 def test_figures_carry_the_token_labels():
@@ -146,7 +133,7 @@ def test_figures_carry_the_token_labels():
         heatmap_figure(weights[0], rows, cols[:2], "bad")
 
 
-def test_images_are_logged_to_wandb(tokenizers, tmp_path):
+def test_images_are_logged_to_wandb(task, tmp_path):
     import wandb
 
     class FakeRun:
@@ -157,7 +144,7 @@ def test_images_are_logged_to_wandb(tokenizers, tmp_path):
             self.logged.append(data)
 
     run = FakeRun()
-    paths = write_attention_maps(model("gru", "rnn", tokenizers), *tokenizers, "the cat", tmp_path, decode_cfg=SHORT, wandb_run=run)
+    paths = write_attention_maps(model("gru", "rnn", task), task, "the cat", tmp_path, wandb_run=run)
     assert len(run.logged) == 1
     assert list(run.logged[0]) == [f"attention/{p.stem}" for p in paths]
     assert all(isinstance(image, wandb.Image) for image in run.logged[0].values())

@@ -12,8 +12,10 @@ def test_train_writes_a_complete_run_directory(trained_run):
     summary = json.loads((trained_run / "summary.json").read_text())
     assert summary["parameters"]["trainable"] > 0
     assert summary["tokens_per_second"] > 0
-    assert 0 <= summary["test"]["bleu"] <= 100
-    assert "nrefs:1" in summary["test"]["bleu_signature"]
+    assert summary["task"] == "translation" and summary["monitor"] == "bleu"
+    assert 0 <= summary["test"]["bleu"]["score"] <= 100 and summary["test"]["bleu"]["higher_is_better"]
+    assert "nrefs:1" in summary["test"]["bleu"]["signature"] and "chrf" in summary["test"]
+    assert set(summary["breakdowns"]["bleu_by_length"]) <= {"1-10", "11-20", "21-30", "31-40", "41-50", "51+"}
     assert summary["components"]["encoder"]["name"] == "gru"
     assert (trained_run / "config.yaml").is_file()
     assert (trained_run / "checkpoints" / "best.ckpt").is_file()
@@ -72,7 +74,7 @@ def test_issue_example_and_sweep(tmp_path):
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert [json.loads(p.read_text())["components"]["attention"]["name"] for p in summaries] == ["dot", "cosine"]
     table = run_zoo("compare", str(tmp_path / "sweep"), cwd=tmp_path).stdout
-    assert "attention=dot" in table and "attention=cosine" in table and "| BLEU |" in table
+    assert "attention=dot" in table and "attention=cosine" in table and "| bleu | chrf |" in table
 
 
 def test_existing_run_directory_is_never_overwritten(trained_run, tmp_path):

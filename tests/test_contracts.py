@@ -25,7 +25,7 @@ from zoo import registry
 
 from zoo.registry import discovery
 from zoo.nn.attention import attend
-from zoo.contracts import BOS, EOS, PAD, Example, Scorer
+from zoo.contracts import BOS, EOS, PAD, Item, Scorer, SourceDescription
 
 discovery.discover()
 
@@ -174,15 +174,23 @@ def test_scorer_contract(name, heads):
 
 
 # ------------------------------------------------------------------ frontends
+def frontend_input(kind: str) -> tuple[SourceDescription, torch.Tensor, torch.Tensor]:
+    """A source description, a source batch of that kind and its true mask."""
+    if kind == "tokens":
+        source = source_ids()
+        return SourceDescription("tokens", vocab_size=V), source, source != PAD
+    raise AssertionError(f"the contract tests have no {kind} batch yet; add one to frontend_input()")
+
+
 @pytest.mark.parametrize("name", names("frontend"))
 def test_frontend_contract(name):
     seeded()
-    frontend = registry.build("frontend", small_config("frontend", name), vocab_size=V).eval()
-    source = source_ids()
+    description, source, true_mask = frontend_input(registry.get("frontend", name).cls.source_kind)
+    frontend = registry.build("frontend", small_config("frontend", name, dim=D), source=description).eval()
     x, mask = frontend(source)
-    assert x.shape == (B, S, frontend.output_dim)
+    assert x.shape == (B, source.shape[1], frontend.output_dim) and frontend.output_dim == D
     assert mask.dtype == torch.bool
-    assert torch.equal(mask, source != PAD)
+    assert torch.equal(mask, true_mask)
 
 
 # ------------------------------------------------------------------ encoders
@@ -402,8 +410,65 @@ def test_dataset_contract(name):
     cfg = small_config("dataset", name)
     splits = registry.build("dataset", cfg).splits()
     assert set(splits) == {"train", "val", "test"}
-    for split, examples in splits.items():
-        assert examples, f"{split} split is empty"
-        assert all(isinstance(e, Example) and isinstance(e.target, str) for e in examples)
+    for split, items in splits.items():
+        assert items, f"{split} split is empty"
+        assert all(isinstance(item, Item) and item.references for item in items)
+        assert all(isinstance(ref, str) for item in items for ref in item.references)
+        assert len({item.id for item in items}) == len(items), "item ids must be unique within a split"
     again = registry.build("dataset", cfg).splits()
-    assert again == splits, "building the same config twice must give the same examples"
+    assert again == splits, "building the same config twice must give the same items"
+
+
+# ------------------------------------------------------------------ tasks
+def task_and_items(name: str):
+    """A task built with the word tokenizer, and tiny splits of a file-free dataset of its source kind."""
+    task = registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"))
+    datasets = [d for d in dataset_names_without_files() if registry.get("dataset", d).cls.source_kind == task.source_kind]
+    assert datasets, f"no file-free dataset gives {task.source_kind} sources to test task '{name}' with"
+    return task, registry.build("dataset", small_config("dataset", datasets[0])).splits()
+
+
+@pytest.mark.parametrize("name", names("task"))
+def test_task_contract(name, tmp_path):
+    task, splits = task_and_items(name)
+    assert set(task.default_metrics) <= set(names("metric")) and task.default_monitor in names("metric")
+    task.fit(splits["train"])
+    task.save(tmp_path)
+    assert task.saved(tmp_path)
+    loaded = registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"))
+    assert not loaded.saved(tmp_path / "elsewhere")
+    loaded.load(tmp_path)
+    assert loaded.source_description() == task.source_description()
+    items = splits["test"][:B]
+    encoded = loaded.encode_sources([item.source for item in items])
+    assert encoded == task.encode_sources([item.source for item in items]), "a loaded task must encode like the fitted one"
+    batch = loaded.collate_sources(encoded)
+    assert batch.shape[0] == len(items)
+    assert all(loaded.source_size(e) >= 1 for e in encoded)
+    assert len(loaded.source_labels(encoded[0])) == loaded.source_size(encoded[0])
+    limit = loaded.output_limit(batch)
+    assert limit.shape == (len(items),) and bool((limit >= 1).all())
+    references = [item.references[0] for item in splits["train"][:B]]  # seen in training: no <unk>
+    ids = loaded.encode_targets(references)
+    assert all(min(row) >= 4 and max(row) < loaded.target_vocab_size for row in ids), "targets use no special ids"
+    assert len(loaded.decode_targets(ids)) == len(items)
+    assert isinstance(loaded.breakdowns(splits["train"][:B], references), dict)
+
+
+# ------------------------------------------------------------------ metrics
+@pytest.mark.parametrize("name", names("metric"))
+def test_metric_contract(name):
+    metric = registry.build("metric", registry.default_config("metric", name))
+    references = [("the cat sat on the mat",), ("a dog runs in the big park", "a dog is running in the park")]
+    perfect = [refs[0] for refs in references]
+    wrong = ["zebra", "quantum"]
+    better, worse = metric.corpus_score(perfect, references), metric.corpus_score(wrong, references)
+    assert (better > worse) if metric.higher_is_better else (better < worse)
+    per_item = metric.item_scores(perfect, references)
+    assert per_item is None or len(per_item) == len(references)
+    assert metric.signature() is None or isinstance(metric.signature(), str)
+    second = ["a dog is running in the park"] * 2
+    with_match = metric.corpus_score(second[:1], references[1:])
+    without = metric.corpus_score(second[:1], [references[1][:1]])
+    assert (with_match >= without) if metric.higher_is_better else (with_match <= without), \
+        "a hypothesis equal to one of several references must score at least as well as against the other alone"

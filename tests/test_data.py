@@ -1,4 +1,6 @@
-"""The data module: tokenizers in the run directory, token-budget batches, padding and shuffling."""
+"""The data module: items to encoded rows, codecs in the run directory, token-budget batches, padding and shuffling."""
+from dataclasses import dataclass
+
 import pytest
 import torch
 from lightning.fabric.utilities.data import _set_sampler_epoch
@@ -6,35 +8,32 @@ from omegaconf import OmegaConf
 
 import zoo.data.datamodule
 from zoo import registry
+from zoo.contracts import BOS, EOS, PAD, UNK, Dataset, Item
+from zoo.contracts.task import TaskError
+from zoo.data.datamodule import ZooDataModule
+from zoo.data.sampling import DataError, LengthBucketSampler, TokenBudgetBatchSampler
+from zoo.data.text import load_tokenizer, tokenizer_path
 from zoo.registry import discovery
-from zoo.contracts import BOS, EOS, PAD, UNK
-from zoo.data.datamodule import (
-    DataError,
-    LengthBucketSampler,
-    TokenBudgetBatchSampler,
-    TranslationData,
-    load_tokenizers,
-    tokenizer_paths,
-)
 
 discovery.discover()
 
 MAX_TOKENS = 150
 
 
-def config(dataset=None, tokenizer="word", seed=7, **data):
+def config(dataset=None, tokenizer="word", seed=7, joint_vocab=False, **data):
     dataset = dataset or registry.default_config("dataset", "synthetic", train_size=120, val_size=15, test_size=15, max_words=15)
     return OmegaConf.create({
         "seed": seed,
+        "task": registry.default_config("task", "translation", joint_vocab=joint_vocab),
         "dataset": dataset,
         "tokenizer": registry.default_config("tokenizer", tokenizer),
-        "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "joint_vocab": False, "num_workers": 0, **data},
+        "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, **data},
     })
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    module = TranslationData(config(), tmp_path_factory.mktemp("run"))
+    module = ZooDataModule(config(), tmp_path_factory.mktemp("run"))
     module.setup()
     return module
 
@@ -49,8 +48,8 @@ def test_every_batch_keeps_the_token_budget_and_every_pair_appears_once(data):
             rows, width = batch["source"].size(0), max(batch["source"].size(1), batch["target_in"].size(1))
             assert rows * width <= MAX_TOKENS or rows == 1
         seen = sorted(i for batch in batches for i in batch["index"].tolist())
-        assert seen == sorted(i for _, _, i in data.encoded[split].items)
-    assert len(data.encoded["val"]) == len(data.references["val"]) == 15
+        assert seen == sorted(i for _, _, i in data.encoded[split].rows)
+    assert len(data.encoded["val"]) == len(data.items["val"]) == 15
 
 
 def test_padding_bos_eos_and_text_alignment(data):
@@ -58,22 +57,22 @@ def test_padding_bos_eos_and_text_alignment(data):
     assert batch["source"].dtype == batch["target_in"].dtype == batch["index"].dtype == torch.long
     assert batch["target_in"].shape == batch["target_out"].shape
     for row, index in enumerate(batch["index"].tolist()):
-        source = data.src_tokenizer.encode([data.sources["val"][index]])[0]
-        target = data.tgt_tokenizer.encode([data.references["val"][index]])[0]
+        source = data.task.source_tokenizer.encode([data.items["val"][index].source])[0]
+        target = data.task.target_tokenizer.encode([data.items["val"][index].references[0]])[0]
         n = len(target)
         assert batch["source"][row, : len(source)].tolist() == source
         assert (batch["source"][row, len(source) :] == PAD).all()
         assert batch["target_in"][row, : n + 1].tolist() == [BOS, *target]
         assert batch["target_out"][row, : n + 1].tolist() == [*target, EOS]
         assert (batch["target_in"][row, n + 1 :] == PAD).all() and (batch["target_out"][row, n + 1 :] == PAD).all()
-        assert data.tgt_tokenizer.decode([batch["target_out"][row].tolist()]) == data.tgt_tokenizer.decode([target])
+        assert data.task.decode_targets([batch["target_out"][row].tolist()]) == data.task.decode_targets([target])
     assert int((batch["target_out"] != PAD).sum()) == int((batch["target_in"] != PAD).sum())
 
 
 def test_evaluation_batches_are_sorted_and_fixed(data):
     first = [b["index"].tolist() for b in data.test_dataloader()]
     assert first == [b["index"].tolist() for b in data.test_dataloader()]
-    sizes = {i: s for (_, _, i), s in zip(data.encoded["test"].items, data.encoded["test"].sizes)}
+    sizes = {i: s for (_, _, i), s in zip(data.encoded["test"].rows, data.encoded["test"].sizes)}
     flat = [sizes[i] for batch in first for i in batch]
     assert flat == sorted(flat)
 
@@ -84,35 +83,34 @@ def test_training_order_depends_only_on_seed_and_epoch(data, tmp_path):
         _set_sampler_epoch(loader, epoch)  # what Lightning does before each epoch
         return [b["index"].tolist() for b in loader]
 
-    other = TranslationData(config(), data.run_dir)  # same seed, fresh object
+    other = ZooDataModule(config(), data.run_dir)  # same seed, fresh object
     assert order(data, 0) == order(other, 0)
     assert order(data, 1) == order(other, 1)
     assert order(data, 0) != order(data, 1)
-    reseeded = TranslationData(config(seed=8), tmp_path)
+    reseeded = ZooDataModule(config(seed=8), tmp_path)
     assert order(reseeded, 0) != order(data, 0)
 
 
-def test_tokenizers_are_saved_and_reused(data, monkeypatch):
-    source_file, target_file = tokenizer_paths(data.run_dir)
-    assert source_file.is_file() and target_file.is_file()
-    monkeypatch.setattr(zoo.data.datamodule, "train_tokenizers", lambda *a: pytest.fail("tokenizers were retrained"))
-    resumed = TranslationData(config(), data.run_dir)
+def test_tokenizers_are_saved_and_reused(data):
+    assert tokenizer_path(data.run_dir, "source").is_file() and tokenizer_path(data.run_dir, "target").is_file()
+    resumed = ZooDataModule(config(), data.run_dir)
+    resumed.task.fit = lambda items: pytest.fail("tokenizers were retrained")
     resumed.setup()
-    text = data.references["test"][:5]
-    assert resumed.tgt_tokenizer.encode(text) == data.tgt_tokenizer.encode(text)
-    src, tgt = load_tokenizers(data.run_dir, config().tokenizer, joint=False)
-    assert tgt.encode(text) == data.tgt_tokenizer.encode(text) and src.vocab_size == data.src_tokenizer.vocab_size
+    text = [item.references[0] for item in data.items["test"][:5]]
+    assert resumed.task.encode_targets(text) == data.task.encode_targets(text)
+    target = load_tokenizer(config().tokenizer, tokenizer_path(data.run_dir, "target"))
+    assert target.encode(text) == data.task.encode_targets(text)
 
 
 def test_joint_vocabulary_is_one_tokenizer(tmp_path):
-    module = TranslationData(config(joint_vocab=True), tmp_path)
+    module = ZooDataModule(config(joint_vocab=True), tmp_path)
     module.setup()
-    assert module.src_tokenizer is module.tgt_tokenizer
-    source, target = load_tokenizers(tmp_path, config().tokenizer, joint=True)
-    assert source is target
-    assert source.encode(module.sources["train"][:3] + module.references["train"][:3]) == module.src_tokenizer.encode(
-        module.sources["train"][:3] + module.references["train"][:3]
-    )
+    assert module.task.source_tokenizer is module.task.target_tokenizer
+    loaded = zoo.data.datamodule.build_task(config(joint_vocab=True))
+    loaded.load(tmp_path)
+    assert loaded.source_tokenizer is loaded.target_tokenizer
+    text = [item.source for item in module.items["train"][:3]] + [item.references[0] for item in module.items["train"][:3]]
+    assert loaded.encode_targets(text) == module.task.encode_targets(text)
 
 
 def test_vocabulary_comes_from_the_training_split_only(tmp_path):
@@ -121,30 +119,30 @@ def test_vocabulary_comes_from_the_training_split_only(tmp_path):
     for split, (de, en) in {"train": ("ein hund", "a dog"), "val": ("ein zebra", "a zebra"), "test": ("ein hund", "a dog")}.items():
         (root / f"{split}.tsv").write_text(f"{de}\t{en}\n")
     dataset = registry.default_config("dataset", "parallel", root=str(root), test="test")
-    module = TranslationData(config(dataset=dataset), tmp_path / "run")
+    module = ZooDataModule(config(dataset=dataset), tmp_path / "run")
     module.setup()
-    (val_source, val_target, _), = module.encoded["val"].items
+    (val_source, val_target, _), = module.encoded["val"].rows
     assert val_source[1] == UNK and val_target[1] == UNK
-    assert module.tgt_tokenizer.vocab_size == 4 + 2
+    assert module.task.target_vocab_size == 4 + 2
 
 
 def test_long_training_pairs_are_skipped_but_evaluation_keeps_all(tmp_path):
-    module = TranslationData(config(max_len=8), tmp_path)
+    module = ZooDataModule(config(max_len=8), tmp_path)
     module.setup()
-    train = module.encoded["train"].items
-    assert 0 < len(train) < len(module.sources["train"])
+    train = module.encoded["train"].rows
+    assert 0 < len(train) < len(module.items["train"])
     assert all(len(src) <= 8 and len(tgt) + 1 <= 8 for src, tgt, _ in train)
-    assert len(module.encoded["test"]) == len(module.sources["test"])
+    assert len(module.encoded["test"]) == len(module.items["test"])
 
 
 def test_no_pair_fits_max_len(tmp_path):
     with pytest.raises(DataError, match="raise data.max_len"):
-        TranslationData(config(max_len=1), tmp_path).setup()
+        ZooDataModule(config(max_len=1), tmp_path).setup()
 
 
 def test_missing_tokenizers_are_a_clear_error(tmp_path):
-    with pytest.raises(DataError, match="no trained tokenizer"):
-        load_tokenizers(tmp_path, config().tokenizer, joint=False)
+    with pytest.raises(TaskError, match="no trained tokenizer"):
+        zoo.data.datamodule.build_task(config()).load(tmp_path)
 
 
 def test_multi_process_training_gets_disjoint_equal_shares():
@@ -166,7 +164,7 @@ def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeyp
 
     monkeypatch.setattr(zoo.data.datamodule, "CHUNK_BATCHES", 2)  # many small sorted chunks: batch counts vary by epoch
     synthetic = registry.default_config("dataset", "synthetic", train_size=600, val_size=5, test_size=5, max_words=15)
-    module = TranslationData(config(synthetic, max_tokens=40), tmp_path)
+    module = ZooDataModule(config(synthetic, max_tokens=40), tmp_path)
     module.setup()
     lengths = set()
     for epoch in range(6):
@@ -177,3 +175,35 @@ def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeyp
         assert announced == sum(1 for _ in loader), f"epoch {epoch}"
         lengths.add(announced)
     assert len(lengths) > 1, "the test needs epochs whose batch counts differ"
+
+
+class TwoReferences(Dataset):
+    """Every item has two references: its sentence and the sentence reversed."""
+
+    @dataclass
+    class Config:
+        pass
+
+    def splits(self):
+        words = ["a dog runs", "the cat sleeps", "birds sing now", "a fox jumps high"]
+        items = [Item(f"{k}", w, (w, " ".join(reversed(w.split())))) for k, w in enumerate(words)]
+        return {"train": items, "val": items[:2], "test": items[:2]}
+
+
+def test_training_draws_one_pair_per_reference_and_evaluation_one_row_per_item(tmp_path):
+    registry.register("dataset", "two_references")(TwoReferences)
+    module = ZooDataModule(config(registry.default_config("dataset", "two_references")), tmp_path)
+    module.setup()
+    train = module.encoded["train"].rows
+    assert len(train) == 8 and sorted(index for _, _, index in train) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert module.task.decode_targets([train[0][1], train[1][1]]) == list(module.items["train"][0].references)
+    assert [index for _, _, index in module.encoded["val"].rows] == [0, 1]
+
+
+def test_a_dataset_of_another_source_kind_is_refused_before_loading(tmp_path):
+    class Pictures(TwoReferences):
+        source_kind = "image"
+
+    registry.register("dataset", "pictures")(Pictures)
+    with pytest.raises(DataError, match="gives image sources but task 'translation' reads text"):
+        ZooDataModule(config(registry.default_config("dataset", "pictures")), tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from zoo.contracts import SourceDescription
 from zoo.registry import discovery
 from zoo.model import AssemblyError, Seq2Seq
 from zoo.registry import default_config
@@ -24,18 +25,18 @@ def config(encoder="gru", decoder="rnn", attention="additive", posenc="none", **
 
 
 def test_transformer_encoder_scores_with_the_runs_scorer():
-    model = Seq2Seq(config("transformer", "transformer", attention="general"), 20, 30)
+    model = Seq2Seq(config("transformer", "transformer", attention="general"), SourceDescription("tokens", vocab_size=20), 30)
     assert type(model.encoder.layers[0].self_attn.scorer).__name__ == type(model.decoder.layers[0].self_attn.scorer).__name__
     assert "General" in type(model.encoder.layers[0].self_attn.scorer).__name__
 
 
 def test_relative_posenc_with_a_recurrent_encoder_is_refused_with_both_names():
     with pytest.raises(AssemblyError, match="posenc 'rotary'.*encoder 'gru'"):
-        Seq2Seq(config(posenc="rotary"), 20, 30)
+        Seq2Seq(config(posenc="rotary"), SourceDescription("tokens", vocab_size=20), 30)
 
 
 def test_absolute_posenc_is_added_before_a_recurrent_encoder():
-    model = Seq2Seq(config(posenc="sinusoidal"), 20, 30)
+    model = Seq2Seq(config(posenc="sinusoidal"), SourceDescription("tokens", vocab_size=20), 30)
     assert model.posenc is not None
     logits = model(torch.randint(4, 20, (2, 5)), torch.randint(4, 30, (2, 4))).logits
     assert logits.shape == (2, 4, 30)
@@ -44,26 +45,26 @@ def test_absolute_posenc_is_added_before_a_recurrent_encoder():
 def test_component_errors_name_the_other_components():
     with pytest.raises(AssemblyError, match="decoder 'transformer'.*encoder=gru"):
         Seq2Seq(config(decoder="transformer", attention="location") | {"decoder": default_config(
-            "decoder", "transformer", d_model=16, heads=3)}, 20, 30)
+            "decoder", "transformer", d_model=16, heads=3)}, SourceDescription("tokens", vocab_size=20), 30)
 
 
 def test_mixing_families_both_ways():
     for enc, dec in (("gru", "transformer"), ("transformer", "rnn")):
-        model = Seq2Seq(config(enc, dec, attention="scaled_dot"), 20, 30)
+        model = Seq2Seq(config(enc, dec, attention="scaled_dot"), SourceDescription("tokens", vocab_size=20), 30)
         assert model(torch.randint(4, 20, (2, 5)), torch.randint(4, 30, (2, 4))).logits.shape == (2, 4, 30)
 
 
 def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
     cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
-    model = Seq2Seq(cfg, 25, 25)
+    model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=25), 25)
     assert model.frontend.embedding.weight is model.decoder.target.embedding.weight
     assert model.decoder.target.output.weight is model.frontend.embedding.weight
     shared = sum(p.numel() for p in model.parameters())
-    unshared = sum(p.numel() for p in Seq2Seq(config("transformer", "transformer", attention="scaled_dot"), 25, 25).parameters())
+    unshared = sum(p.numel() for p in Seq2Seq(config("transformer", "transformer", attention="scaled_dot"), SourceDescription("tokens", vocab_size=25), 25).parameters())
     assert unshared - shared == 25 * 16
 
 
 def test_shared_embeddings_need_a_joint_vocabulary():
     cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
     with pytest.raises(AssemblyError, match="joint_vocab"):
-        Seq2Seq(cfg, 20, 30)
+        Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)

@@ -7,7 +7,6 @@ import pytest
 from zoo import registry
 
 from zoo.registry import discovery
-from zoo.contracts import Example
 from zoo_plugins.datasets.parallel import CorpusError
 
 discovery.discover()
@@ -38,6 +37,12 @@ def tsv_corpus(folder, rows=None):
     return folder
 
 
+def pairs(items):
+    """(source, reference) of each single-reference item."""
+    assert all(len(item.references) == 1 for item in items)
+    return [(item.source, item.references[0]) for item in items]
+
+
 def splits(root, **overrides):
     return registry.build("dataset", registry.default_config("dataset", "parallel", root=str(root), **overrides)).splits()
 
@@ -45,20 +50,20 @@ def splits(root, **overrides):
 @pytest.mark.parametrize("compress", [False, True])
 def test_reads_plain_and_gzip_files(tmp_path, compress):
     data = splits(corpus(tmp_path, compress))
-    assert data["train"] == [Example(d, e) for d, e in zip(DE["train"], EN["train"])]
-    assert data["val"] == [Example("ein Mann", "a man")]
-    assert data["test"] == [Example("eine Frau", "a woman")]
+    assert pairs(data["train"]) == [(d, e) for d, e in zip(DE["train"], EN["train"])]
+    assert pairs(data["val"]) == [("ein Mann", "a man")]
+    assert pairs(data["test"]) == [("eine Frau", "a woman")]
 
 
 def test_language_direction_limit_and_lowercase(tmp_path):
     data = splits(corpus(tmp_path), src_lang="en", tgt_lang="de", limit=2, lowercase=True)
-    assert data["train"] == [Example("a dog", "ein hund"), Example("a cat", "eine katze")]
+    assert pairs(data["train"]) == [("a dog", "ein hund"), ("a cat", "eine katze")]
 
 
 def test_tsv_is_detected_automatically_and_can_be_forced_off(tmp_path):
     tsv_corpus(tmp_path)
-    assert splits(tmp_path)["train"] == [Example(d, e) for d, e in zip(DE["train"], EN["train"])]
-    assert splits(tmp_path, format="tsv")["test"] == [Example("eine Frau", "a woman")]
+    assert pairs(splits(tmp_path)["train"]) == [(d, e) for d, e in zip(DE["train"], EN["train"])]
+    assert pairs(splits(tmp_path, format="tsv")["test"]) == [("eine Frau", "a woman")]
     with pytest.raises(CorpusError, match="train.de"):
         splits(tmp_path, format="files")
 
@@ -69,13 +74,14 @@ def test_empty_pairs_are_dropped_and_counted(tmp_path, caplog):
     write(tmp_path / "train.en", ["a dog", "a thing", "", ""])
     with caplog.at_level(logging.INFO):
         data = splits(tmp_path)
-    assert data["train"] == [Example("ein Hund", "a dog")]
+    assert pairs(data["train"]) == [("ein Hund", "a dog")]
+    assert data["train"][0].id == "train:1", "an item's id points to its line"
     assert "dropped 3 of 4 pairs" in caplog.text
 
 
 def test_blank_tsv_lines_are_dropped(tmp_path):
     tsv_corpus(tmp_path, rows=["ein Hund\ta dog", "", "x\t ", "eine Katze\ta cat"])
-    assert splits(tmp_path)["train"] == [Example("ein Hund", "a dog"), Example("eine Katze", "a cat")]
+    assert pairs(splits(tmp_path)["train"]) == [("ein Hund", "a dog"), ("eine Katze", "a cat")]
 
 
 def test_missing_root(tmp_path):

@@ -58,7 +58,7 @@ def test_sizes_lengths_and_no_repeated_sentences():
 
 def test_every_target_word_has_one_reading():
     language = toy_language()
-    assert all(w in language.forms for split in splits().values() for e in split for w in e.target.split())
+    assert all(w in language.forms for split in splits().values() for e in split for w in e.references[0].split())
 
 
 def test_simple_clause_is_reordered_and_inflected():
@@ -104,7 +104,7 @@ def test_generated_data_is_verb_final_while_the_source_is_not():
     verbs = TRANSITIVE_VERBS + INTRANSITIVE_VERBS
     source_verb_forms = {form for v in verbs for form in (v, _third_singular(v), _past(v))}
     examples = splits()["train"]
-    assert all(e.target.split()[-1] in language.finite_verb_forms for e in examples)
+    assert all(e.references[0].split()[-1] in language.finite_verb_forms for e in examples)
     source_verb_final = sum(e.source.split()[-1] in source_verb_forms for e in examples)
     assert source_verb_final < len(examples) // 3  # only when the last clause is like "... the dog slept"
 

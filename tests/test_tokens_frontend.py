@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from zoo.contracts import SourceDescription
 from zoo import registry
 
 from zoo.registry import discovery
@@ -16,7 +17,7 @@ V = 12
 
 def frontend(**overrides):
     cfg = registry.default_config("frontend", "tokens", **{"dim": 8, **overrides})
-    return registry.build("frontend", cfg, vocab_size=V)
+    return registry.build("frontend", cfg, source=SourceDescription("tokens", vocab_size=V))
 
 
 def test_shapes_and_mask():
@@ -57,12 +58,13 @@ def test_output_dim_is_dim():
 
 def test_tiny_vocabulary_is_rejected():
     with pytest.raises(ValueError, match="vocab_size=2"):
-        registry.build("frontend", registry.default_config("frontend", "tokens"), vocab_size=2)
+        registry.build("frontend", registry.default_config("frontend", "tokens", dim=8), source=SourceDescription("tokens", vocab_size=2))
 
 
 def test_scaled_embeddings_start_with_unit_variance():
     """With scale=True the output, not the weight, has unit variance, like the positions added to it."""
-    frontend = registry.build("frontend", registry.default_config("frontend", "tokens", dim=256, scale=True, dropout=0.0), vocab_size=500)
+    frontend = registry.build("frontend", registry.default_config("frontend", "tokens", dim=256, scale=True, dropout=0.0),
+                              source=SourceDescription("tokens", vocab_size=512))
     x, _ = frontend(torch.arange(4, 500)[None])
     assert 0.8 < x.std().item() < 1.2
     assert torch.all(frontend.embedding.weight[0] == 0)

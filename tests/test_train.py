@@ -10,7 +10,8 @@ from torch import nn
 
 from zoo.config.sections import TrainerConfig
 from zoo.training.schedule import warmup_then_decay
-from zoo.training.run import lightning_options, parameter_counts
+from zoo.training.run import lightning_options
+from zoo.training.summary import parameter_counts
 
 
 def test_warmup_then_inverse_sqrt_and_cosine():

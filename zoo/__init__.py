@@ -6,7 +6,7 @@ __all__ = ["register", "build", "load", "__version__"]
 
 
 def load(run_dir):
-    """A :class:`zoo.inference.Translator` for a finished run directory."""
-    from zoo.inference.predictor import Translator
+    """A :class:`zoo.inference.Predictor` for a finished run directory."""
+    from zoo.inference import Predictor
 
-    return Translator.from_run(run_dir)
+    return Predictor.from_run(run_dir)

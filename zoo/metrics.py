@@ -1,18 +1,16 @@
-"""Corpus metrics through sacrebleu, so scores are comparable and signed."""
+"""Scores of subsets: BLEU by source length (sacrebleu), with several references per item."""
 from __future__ import annotations
 
-from sacrebleu.metrics import BLEU, CHRF
+from typing import Sequence
+
+from sacrebleu.metrics import BLEU
 
 
-def corpus_scores(hypotheses: list[str], references: list[str]) -> dict:
-    """BLEU and chrF (Popović 2015) of detokenised text, with sacrebleu's signatures."""
-    bleu, chrf = BLEU(), CHRF()
-    return {
-        "bleu": bleu.corpus_score(hypotheses, [references]).score,
-        "chrf": chrf.corpus_score(hypotheses, [references]).score,
-        "bleu_signature": str(bleu.get_signature()),
-        "chrf_signature": str(chrf.get_signature()),
-    }
+def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
+    """Per-item reference lists -> sacrebleu's reference streams (stream k holds every item's k-th
+    reference; None where an item has fewer, which sacrebleu skips)."""
+    count = max((len(refs) for refs in references), default=1)
+    return [[refs[k] if k < len(refs) else None for refs in references] for k in range(count)]
 
 
 def length_bucket_label(length: int, edges: list[int]) -> str:
@@ -25,21 +23,26 @@ def length_bucket_label(length: int, edges: list[int]) -> str:
     return f"{low}+"
 
 
-def bleu_by_source_length(sources: list[str], hypotheses: list[str], references: list[str], edges: list[int]) -> dict:
+def bleu_by_source_length(
+    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[Sequence[str]], edges: list[int]
+) -> dict:
     """BLEU per source-length bucket (length in whitespace-separated words) with the bucket sizes.
 
     Shows where a model breaks down, e.g. an encoder-decoder without attention on long inputs.
     """
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    for src, hyp, ref in zip(sources, hypotheses, references):
+    groups: dict[str, tuple[list[str], list[Sequence[str]]]] = {}
+    for src, hyp, refs in zip(sources, hypotheses, references):
         label = length_bucket_label(len(str(src).split()), edges)
-        hyps, refs = groups.setdefault(label, ([], []))
+        hyps, group_refs = groups.setdefault(label, ([], []))
         hyps.append(hyp)
-        refs.append(ref)
+        group_refs.append(refs)
     order = [length_bucket_label(n, edges) for n in [*edges, (edges[-1] if edges else 0) + 1]]
     bleu = BLEU()
     return {
-        label: {"bleu": bleu.corpus_score(groups[label][0], [groups[label][1]]).score, "count": len(groups[label][0])}
+        label: {
+            "bleu": bleu.corpus_score(groups[label][0], reference_streams(groups[label][1])).score,
+            "count": len(groups[label][0]),
+        }
         for label in order
         if label in groups
     }

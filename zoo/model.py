@@ -6,9 +6,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.contracts import DecoderOutput, EncoderOutput
+from zoo.contracts import DecoderOutput, EncoderOutput, SourceDescription
 from zoo.errors import ZooError
-from zoo.registry import build, get
+from zoo.registry import MODEL_KINDS, build, get
+
+#: Frontend width when neither the config nor the encoder asks for one.
+DEFAULT_FRONTEND_DIM = 128
 
 
 class AssemblyError(ZooError, ValueError):
@@ -19,15 +22,25 @@ class Seq2Seq(nn.Module):
     """frontend -> (absolute posenc) -> encoder -> decoder (-> logits).
 
     Built from the plugin sections of a config: ``frontend``, ``posenc``,
-    ``encoder``, ``decoder`` and ``attention`` (the scorer the decoder uses).
+    ``encoder``, ``decoder`` and ``attention`` (the scorer the decoder uses), for
+    sources the task describes (``source``) and a target vocabulary of
+    ``tgt_vocab_size`` ids. One setting sizes the model: a frontend whose ``dim``
+    is null takes the width the encoder works at (a Transformer's ``d_model``).
     """
 
-    def __init__(self, cfg: Any, src_vocab_size: int, tgt_vocab_size: int) -> None:
+    def __init__(self, cfg: Any, source: SourceDescription, tgt_vocab_size: int) -> None:
         super().__init__()
-        self.names = {kind: cfg[kind]["name"] for kind in ("frontend", "posenc", "encoder", "decoder", "attention")}
-        self.frontend = build("frontend", cfg["frontend"], vocab_size=src_vocab_size)
-        posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
+        self.names = {kind: cfg[kind]["name"] for kind in MODEL_KINDS}
         encoder_cls = get("encoder", cfg["encoder"]["name"]).cls
+        frontend_cls = get("frontend", cfg["frontend"]["name"]).cls
+        if frontend_cls.source_kind != source.kind:
+            raise AssemblyError(
+                f"frontend '{self.names['frontend']}' reads {frontend_cls.source_kind} sources but the task gives "
+                f"{source}; choose a frontend for {source.kind} sources (zoo list frontend)"
+            )
+        frontend_dim = cfg["frontend"]["dim"] or encoder_cls.natural_input_dim(cfg["encoder"]) or DEFAULT_FRONTEND_DIM
+        self.frontend = self._assemble("frontend", cfg, section={**cfg["frontend"], "dim": frontend_dim}, source=source)
+        posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
         encoder_kwargs: dict[str, Any] = {"input_dim": self.frontend.output_dim}
         if encoder_cls.uses_scorer:
             encoder_kwargs["scorer"] = cfg["attention"]
@@ -52,7 +65,7 @@ class Seq2Seq(nn.Module):
             posenc=cfg["posenc"],
         )
         if cfg.get("model", {}).get("share_embeddings", False):
-            self._share_embeddings(src_vocab_size, tgt_vocab_size)
+            self._share_embeddings(source.vocab_size, tgt_vocab_size)
 
     def _share_embeddings(self, src_vocab_size: int, tgt_vocab_size: int) -> None:
         """Make the source frontend and the decoder use one embedding matrix (joint vocabulary)."""
@@ -66,7 +79,7 @@ class Seq2Seq(nn.Module):
         if src_vocab_size != tgt_vocab_size or source.weight.shape != target.weight.shape:
             raise AssemblyError(
                 f"model.share_embeddings: frontend '{self.names['frontend']}' embeds {tuple(source.weight.shape)} but "
-                f"decoder '{self.names['decoder']}' embeds {tuple(target.weight.shape)}; set data.joint_vocab=true and "
+                f"decoder '{self.names['decoder']}' embeds {tuple(target.weight.shape)}; set task.joint_vocab=true and "
                 "make frontend.dim equal the decoder's embedding size"
             )
         output = getattr(self.decoder.target, "output", None)
@@ -74,16 +87,16 @@ class Seq2Seq(nn.Module):
             output.weight = source.weight
         target.weight = source.weight
 
-    def _assemble(self, kind: str, cfg: Any, **kwargs: Any) -> nn.Module:
-        """Build one component; a dimension clash is reported with both components named."""
+    def _assemble(self, kind: str, cfg: Any, section: Any = None, **kwargs: Any) -> nn.Module:
+        """Build one component (from ``section``, default ``cfg[kind]``); a clash is reported with the others named."""
         try:
-            return build(kind, cfg[kind], **kwargs)
+            return build(kind, cfg[kind] if section is None else section, **kwargs)
         except (ValueError, RuntimeError) as error:
             others = ", ".join(f"{k}={v}" for k, v in self.names.items() if k != kind)
             raise AssemblyError(f"cannot assemble {kind} '{self.names[kind]}' with {others}: {error}") from error
 
     def encode(self, source: torch.Tensor) -> EncoderOutput:
-        """source (B, S) token ids -> EncoderOutput."""
+        """A source batch (token ids (B, S) for text) -> EncoderOutput."""
         x, mask = self.frontend(source)
         if self.posenc is not None:
             x = self.posenc(x)

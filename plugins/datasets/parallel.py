@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo import register
-from zoo.contracts import Dataset, Example
+from zoo.contracts import Dataset, Item
 from zoo.errors import ZooError
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,10 @@ class ParallelDataset(Dataset):
             return self.cfg.format
         return "tsv" if (self.root / f"{self.cfg.train}.tsv").is_file() else "files"
 
-    def splits(self) -> dict[str, list[Example]]:
+    def splits(self) -> dict[str, list[Item]]:
         stems = {"train": self.cfg.train, "val": self.cfg.val, "test": self.cfg.test}
         read = self._read_tsv if self.layout() == "tsv" else self._read_files
-        return {split: self._clean(split, *read(stem)) for split, stem in stems.items()}
+        return {split: self._clean(split, stem, *read(stem)) for split, stem in stems.items()}
 
     def _read_files(self, stem: str) -> tuple[list[tuple[str, str]], str]:
         paths = [self._find(stem, lang) for lang in (self.cfg.src_lang, self.cfg.tgt_lang)]
@@ -118,15 +118,16 @@ class ParallelDataset(Dataset):
             pairs.append((fields[0], fields[1]))
         return pairs, str(path)
 
-    def _clean(self, split: str, pairs: list[tuple[str, str]], origin: str) -> list[Example]:
-        """Strip, optionally lowercase, drop pairs with an empty side, apply ``limit``."""
+    def _clean(self, split: str, stem: str, pairs: list[tuple[str, str]], origin: str) -> list[Item]:
+        """Strip, optionally lowercase, drop pairs with an empty side, apply ``limit``.
+        An item's id is ``stem:line`` (1-based), so it points back into the files."""
         examples = []
-        for source, target in pairs:
+        for line, (source, target) in enumerate(pairs, start=1):
             source, target = source.strip(), target.strip()
             if self.cfg.lowercase:
                 source, target = source.lower(), target.lower()
             if source and target:
-                examples.append(Example(source, target))
+                examples.append(Item(f"{stem}:{line}", source, (target,)))
         dropped = len(pairs) - len(examples)
         if dropped:
             log.warning("%s split: dropped %d of %d pairs with an empty side (%s)", split, dropped, len(pairs), origin)

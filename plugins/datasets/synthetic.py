@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from zoo import register
-from zoo.contracts import Dataset, Example
+from zoo.contracts import SPLITS, Dataset, Item
 from zoo.errors import ZooError
 
 # --------------------------------------------------------------------------- source lexicon
@@ -478,7 +478,7 @@ class SyntheticDataset(Dataset):
             )
         self.language = toy_language()
 
-    def splits(self) -> dict[str, list[Example]]:
+    def splits(self) -> dict[str, list[Item]]:
         cfg = self.cfg
         generator = SentenceGenerator(random.Random(cfg.seed))
         seen: set[str] = set()
@@ -488,10 +488,12 @@ class SyntheticDataset(Dataset):
         else:
             ranges = dict.fromkeys(("train", "val", "test"), (cfg.min_words, cfg.max_words))
         sizes = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
-        return {split: self._generate(generator, sizes[split], *ranges[split], seen) for split in ("train", "val", "test")}
+        return {split: self._generate(split, generator, sizes[split], *ranges[split], seen) for split in SPLITS}
 
-    def _generate(self, generator: SentenceGenerator, size: int, low: int, high: int, seen: set[str]) -> list[Example]:
-        examples: list[Example] = []
+    def _generate(
+        self, split: str, generator: SentenceGenerator, size: int, low: int, high: int, seen: set[str]
+    ) -> list[Item]:
+        examples: list[Item] = []
         attempts = 0
         while len(examples) < size:
             attempts += 1
@@ -506,5 +508,6 @@ class SyntheticDataset(Dataset):
             if not low <= len(words) <= high or source in seen:
                 continue
             seen.add(source)
-            examples.append(Example(source, " ".join(target_words(clauses, conjunctions, self.language))))
+            target = " ".join(target_words(clauses, conjunctions, self.language))
+            examples.append(Item(f"{split}-{len(examples)}", source, (target,)))
         return examples

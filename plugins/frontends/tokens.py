@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from torch import nn
 
 from zoo import register
-from zoo.contracts import PAD, SPECIAL_TOKENS, Frontend
+from zoo.contracts import PAD, SPECIAL_TOKENS, Frontend, SourceDescription
 
 
 @register("frontend", "tokens")
@@ -25,12 +26,13 @@ class TokenFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: int = 128  # embedding size = output_dim
+        dim: Optional[int] = None  # embedding size = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
         scale: bool = False  # multiply embeddings by sqrt(dim)
         dropout: float = 0.1  # dropout on the embedded vectors
 
-    def __init__(self, cfg: Config, vocab_size: int) -> None:
+    def __init__(self, cfg: Config, source: SourceDescription) -> None:
         super().__init__()
+        vocab_size = source.vocab_size
         if vocab_size < len(SPECIAL_TOKENS):
             raise ValueError(
                 f"tokens frontend got vocab_size={vocab_size}, but the {len(SPECIAL_TOKENS)} special tokens "

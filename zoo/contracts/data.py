@@ -9,22 +9,63 @@ PAD, BOS, EOS, UNK = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 
 
-@dataclass(frozen=True)
-class Example:
-    """One parallel pair; ``source`` is text for translation (an image later)."""
+SPLITS = ("train", "val", "test")
 
+
+@dataclass(frozen=True)
+class Item:
+    """One unit of a dataset: an id, a source and one or more references.
+
+    ``source`` is what the task's source codec reads: a sentence for translation,
+    an image for captioning. Training draws one (source, reference) pair per
+    reference; evaluation scores one hypothesis per item against all its references.
+    """
+
+    id: str
     source: Any
-    target: str
+    references: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.references:
+            raise ValueError(f"item {self.id!r} has no reference; every item needs at least one")
+
+
+@dataclass(frozen=True)
+class SourceDescription:
+    """What a frontend is built from: the kind of source and its sizes.
+
+    ``kind`` is ``"tokens"`` (``vocab_size`` ids), ``"image"`` (``channels`` x
+    ``height`` x ``width`` pixels) or ``"features"`` (``feature_dim`` floats per
+    position). A frontend checks that it can read the kind it is given.
+    """
+
+    kind: str
+    vocab_size: int = 0
+    channels: int = 0
+    height: int = 0
+    width: int = 0
+    feature_dim: int = 0
+
+    def __str__(self) -> str:
+        sizes = {"tokens": f"{self.vocab_size} ids", "image": f"{self.channels}x{self.height}x{self.width}",
+                 "features": f"{self.feature_dim} features"}
+        return f"{self.kind} ({sizes.get(self.kind, '?')})"
 
 
 class Dataset:
-    """Produces the train/val/test examples. ``Config`` holds its options."""
+    """Produces the items of every split. ``Config`` holds its options.
+
+    ``source_kind`` names what its sources are (``"text"``, ``"image"``); a task
+    accepts datasets of its own source kind only.
+    """
+
+    source_kind: str = "text"
 
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg
 
-    def splits(self) -> dict[str, list[Example]]:
-        """``{"train": [...], "val": [...], "test": [...]}``."""
+    def splits(self) -> dict[str, list[Item]]:
+        """``{"train": [...], "val": [...], "test": [...]}``, item ids unique within a split."""
         raise NotImplementedError
 
 

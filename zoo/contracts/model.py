@@ -12,10 +12,16 @@ import torch
 from torch import nn
 
 class Frontend(nn.Module):
-    """Source input -> vectors. Built as ``cls(cfg, vocab_size=V)``.
+    """Source batch -> vectors. Built as ``cls(cfg, source=SourceDescription)``.
 
-    ``forward(source (B, S) long) -> (x (B, S, output_dim), mask (B, S) bool)``.
+    ``Config`` has a ``dim: Optional[int]`` field, the output width; model assembly
+    fills in a null one with the width the encoder works at, so one setting sizes
+    the model. ``forward(source batch) -> (x (B, S, output_dim), mask (B, S) bool)``;
+    for text the batch is token ids (B, S). ``source_kind`` names the kind of
+    :class:`~zoo.contracts.SourceDescription` it reads.
     """
+
+    source_kind: str = "tokens"
 
     output_dim: int
 
@@ -115,6 +121,12 @@ class Encoder(nn.Module):
     state_dim: int
     uses_scorer: bool = False
     supports_relative_posenc: bool = False
+
+    @staticmethod
+    def natural_input_dim(cfg: Any) -> int | None:
+        """The input width this encoder works at without a projection (a Transformer's ``d_model``),
+        or None when any width suits it (an RNN). A frontend with ``dim: null`` takes it."""
+        return None
 
 
 @dataclass

@@ -1,14 +1,16 @@
-"""Use a finished run: ``zoo.load(run_dir).translate([...])``."""
+"""Use a finished run, whatever its task: ``zoo.load(run_dir).predict([...])``."""
 from __future__ import annotations
 
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any, Sequence
 
 import torch
 from omegaconf import OmegaConf
 
 from zoo.config.sections import DecodeConfig
+from zoo.contracts import Task
 from zoo.errors import ZooError
 
 
@@ -16,21 +18,24 @@ class RunLoadError(ZooError):
     """A run directory or its checkpoint cannot be used."""
 
 
-class Translator:
-    """A trained model with its tokenizers, ready to translate text."""
+class Predictor:
+    """A trained model with its task's codecs, ready to turn sources into outputs.
 
-    def __init__(self, module, src_tokenizer, tgt_tokenizer, run_dir: Path) -> None:
+    Built from a run directory alone (config, codecs, checkpoint), so it needs
+    neither the training data nor the process that trained it.
+    """
+
+    def __init__(self, module: Any, task: Task, run_dir: Path) -> None:
         self.module = module.eval()
-        self.src_tokenizer = src_tokenizer
-        self.tgt_tokenizer = tgt_tokenizer
+        self.task = task
         self.run_dir = Path(run_dir)
         self.decode_cfg = DecodeConfig(**module.cfg["decode"])
 
     @classmethod
-    def from_run(cls, run_dir: str | Path, checkpoint: str = "best.ckpt") -> "Translator":
-        from zoo.data.datamodule import load_tokenizers
+    def from_run(cls, run_dir: str | Path, checkpoint: str = "best.ckpt") -> "Predictor":
+        from zoo.data.datamodule import build_task
         from zoo.registry.discovery import discover
-        from zoo.training.module import TranslationModule
+        from zoo.training.module import ZooModule
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
@@ -41,9 +46,10 @@ class Translator:
             raise RunLoadError(f"no checkpoint {ckpt}; the run may not have finished a validation round")
         cfg = OmegaConf.load(config_file)
         discover(list(cfg.get("plugin_dirs", [])))
-        src_tok, tgt_tok = load_tokenizers(run_dir, cfg.tokenizer, cfg.data.joint_vocab)
+        task = build_task(cfg)
+        task.load(run_dir)
         try:
-            module = TranslationModule.load_from_checkpoint(str(ckpt), map_location="cpu")
+            module = ZooModule.load_from_checkpoint(str(ckpt), map_location="cpu")
         except ZooError:
             raise
         except Exception as error:
@@ -51,33 +57,36 @@ class Translator:
                 f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}: {str(error).splitlines()[0][:200]}); "
                 "it may be corrupt or from another zoo version: use checkpoints/last.ckpt or retrain"
             ) from error
-        return cls(module, src_tok, tgt_tok, run_dir)
+        return cls(module, task, run_dir)
 
     @torch.no_grad()
-    def translate(self, sentences: list[str], batch_size: int = 64, **decode_overrides) -> list[str]:
-        """Translate sentences; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``."""
-        from zoo.data.datamodule import pad
+    def predict(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
+        """One output per source; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``."""
         from zoo.decoding import generate
 
         decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
-        out: list[str] = []
-        for start in range(0, len(sentences), batch_size):
-            source = pad(self.src_tokenizer.encode(sentences[start : start + batch_size]))
-            out.extend(self.tgt_tokenizer.decode(generate(self.module.model, source, decode)))
-        return out
+        outputs: list[str] = []
+        for start in range(0, len(sources), batch_size):
+            batch = self.task.collate_sources(self.task.encode_sources(sources[start : start + batch_size]))
+            ids = generate(self.module.model, batch, decode, max_len=self.task.output_limit(batch))
+            outputs.extend(self.task.decode_targets(ids))
+        return outputs
 
-    def attention_maps(self, sentence: str) -> list[Path]:
-        """PNG heatmaps for ``sentence`` under ``run_dir/attention/<sentence>/``."""
+    def translate(self, sentences: Sequence[str], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
+        """:meth:`predict` under the name a translation user looks for."""
+        return self.predict(sentences, batch_size, **decode_overrides)
+
+    def attention_maps(self, source: Any) -> list[Path]:
+        """PNG heatmaps for one source under ``run_dir/attention/<source>/``."""
         from zoo.viz.attention_maps import write_attention_maps
 
-        slug = re.sub(r"[^\w]+", "_", sentence.strip())[:40].strip("_") or "sentence"
+        slug = re.sub(r"[^\w]+", "_", str(source).strip())[:40].strip("_") or "source"
         wandb_run = self._wandb_run("attention")
         try:
             return write_attention_maps(
                 self.module.model,
-                self.src_tokenizer,
-                self.tgt_tokenizer,
-                sentence,
+                self.task,
+                source,
                 self.run_dir / "attention" / slug,
                 decode_cfg=self.decode_cfg,
                 wandb_run=wandb_run,

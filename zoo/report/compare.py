@@ -1,19 +1,36 @@
-"""``zoo compare``: a leaderboard of finished runs, read only from their run directories."""
+"""``zoo compare``: a leaderboard of finished runs, read only from their run directories.
+
+The columns follow the runs' own metrics: every metric any run reports, sorted by
+the monitored one in its own direction (higher or lower is better).
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from zoo.registry import GROUP_KINDS
+from zoo.training.summary import SUMMARY_FILE, monitored_score
 
 
 def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
-    """Every ``summary.json`` under ``paths`` (run or sweep directories), oldest first."""
+    """Every readable ``summary.json`` under ``paths`` (run or sweep directories) written by this zoo version."""
     found = []
     for path in map(Path, paths):
-        files = [path / "summary.json"] if (path / "summary.json").is_file() else sorted(path.rglob("summary.json"))
-        found.extend((f.parent, json.loads(f.read_text())) for f in files)
+        files = [path / SUMMARY_FILE] if (path / SUMMARY_FILE).is_file() else sorted(path.rglob(SUMMARY_FILE))
+        for file in files:
+            try:
+                summary = json.loads(file.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue  # a summary being written or damaged: not a finished run
+            if "monitor" in summary:
+                found.append((file.parent, summary))
     return found
+
+
+def _varying_kinds(summaries: list[dict]) -> list[str]:
+    """The component kinds whose name differs between runs: what the comparison is about."""
+    kinds = [kind.name for kind in GROUP_KINDS]
+    return [k for k in kinds if len({s["components"].get(k, {}).get("name") for s in summaries}) > 1]
 
 
 def _label(summary: dict, varying: list[str]) -> str:
@@ -21,27 +38,34 @@ def _label(summary: dict, varying: list[str]) -> str:
     return names or summary["components"]["encoder"]["name"]
 
 
-def _varying_kinds(summaries: list[dict]) -> list[str]:
-    """The component kinds whose name differs between runs: what the comparison is about."""
-    return [k for k in (kind.name for kind in GROUP_KINDS) if len({s["components"][k]["name"] for s in summaries}) > 1]
+def _bucket_start(label: str) -> int:
+    return int(label.split("-")[0].rstrip("+"))  # '1-10' < '11-20' < '51+'
 
 
 def leaderboard(runs: list[tuple[Path, dict]]) -> str:
-    """A Markdown table: one row per run, sorted by test BLEU, with BLEU per source-length bucket."""
+    """A Markdown table: one row per run, best first by the monitored metric, with BLEU per source-length bucket."""
     if not runs:
-        return "no runs found (looked for summary.json)"
+        return f"no runs found (looked for {SUMMARY_FILE})"
     summaries = [s for _, s in runs]
     varying = _varying_kinds(summaries)
-    labels = {label for s in summaries for label in (s["test"].get("bleu_by_length") or {})}
-    buckets = sorted(labels, key=lambda label: int(label.split("-")[0].rstrip("+")))  # '1-10' < '11-20' < '51+'
-    header = ["run", "BLEU", "chrF", "params", "frozen", "tokens/s", "train s", *[f"BLEU {b}" for b in buckets]]
+    metrics = list(dict.fromkeys(name for s in summaries for name in s["test"]))
+    monitor = summaries[0]["monitor"]
+    higher_is_better = summaries[0]["test"].get(monitor, {}).get("higher_is_better", True)
+    buckets = sorted({b for s in summaries for b in s.get("breakdowns", {}).get("bleu_by_length", {})}, key=_bucket_start)
+    header = ["run", *metrics, "params", "frozen", "tokens/s", "train s", *[f"BLEU {b}" for b in buckets]]
+
+    def rank(run: tuple[Path, dict]) -> float:
+        score = monitored_score(run[1])
+        if score is None:
+            return float("inf")
+        return -score if higher_is_better else score
+
     rows = []
-    for path, s in sorted(runs, key=lambda r: -(r[1]["test"]["bleu"] or 0)):
-        by_length = s["test"].get("bleu_by_length") or {}
+    for path, s in sorted(runs, key=rank):
+        by_length = s.get("breakdowns", {}).get("bleu_by_length", {})
         rows.append([
             f"{_label(s, varying)} ({path.name})",
-            f"{s['test']['bleu']:.1f}",
-            f"{s['test']['chrf']:.1f}",
+            *[f"{s['test'][m]['score']:.1f}" if m in s["test"] else "" for m in metrics],
             f"{s['parameters']['trainable']:,}",
             f"{s['parameters']['frozen']:,}",
             f"{s['tokens_per_second'] or 0:,.0f}",

@@ -1,10 +1,8 @@
 """``zoo train``: compose the config, train, test with the best checkpoint, record the run."""
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
-import platform
-import resource
 import sys
 import time
 import warnings
@@ -14,58 +12,26 @@ import hydra
 import lightning as L
 import torch
 from hydra.core.hydra_config import HydraConfig
-from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.validate import validate
-from zoo.contracts import PAD
-from zoo.data.datamodule import TranslationData
+from zoo.data.datamodule import ZooDataModule
 from zoo.errors import ZooError
-from zoo.training.module import TranslationModule
-from zoo.registry import GROUP_KINDS
+from zoo.training.callbacks import Throughput
+from zoo.training.module import ZooModule
+from zoo.training.summary import SUMMARY_FILE, build_summary, monitored_score, print_result, write_outputs
 
 log = logging.getLogger(__name__)
 
 # Files whose presence means a run directory already holds results that must not be overwritten.
-RUN_MARKERS = ("summary.json", "checkpoints")
+RUN_MARKERS = (SUMMARY_FILE, "checkpoints")
 
 
 class RunDirectoryInUse(ZooError):
     """The chosen run directory already holds a run."""
-
-
-class Throughput(Callback):
-    """Counts target tokens and the wall time spent in training batches."""
-
-    def __init__(self) -> None:
-        self.tokens = 0
-        self.seconds = 0.0
-        self._start = 0.0
-
-    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-        self._start = time.perf_counter()
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        self.seconds += time.perf_counter() - self._start
-        self.tokens += int((batch["target_out"] != PAD).sum())
-
-
-def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
-    """Trainable parameters, and frozen weights (frozen parameters plus persistent buffers such as a reservoir)."""
-    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
-    parameter_storage = {p.data_ptr() for p in module.parameters()}  # tied weights appear twice in a state_dict
-    frozen += sum(t.numel() for t in module.state_dict().values() if t.data_ptr() not in parameter_storage)
-    return {"trainable": trainable, "frozen": frozen}
-
-
-def peak_memory_mb(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def check_run_dir(run_dir: Path) -> None:
@@ -102,6 +68,8 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*is smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    # Every DDP rank evaluates the whole validation and test set, so their metrics agree: nothing to sync.
+    warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed setting.*")
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
@@ -110,27 +78,32 @@ def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary."""
     validate(cfg)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    check_run_dir(run_dir)
+    # Under DDP, ranks > 0 are relaunched into rank 0's run directory: only rank 0 (read from the
+    # environment until the Trainer exists) checks it and writes files into it.
+    if rank_zero_only.rank == 0:
+        check_run_dir(run_dir)
     quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     if cfg.trainer.cpu_threads > 0:
         torch.set_num_threads(cfg.trainer.cpu_threads)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if rank_zero_only.rank == 0:
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
-    data = TranslationData(cfg, run_dir)
+    data = ZooDataModule(cfg, run_dir)
     data.setup()
-    container = OmegaConf.to_container(cfg, resolve=True)
-    module = TranslationModule(container, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
 
+    monitor, mode = f"val/{module.metrics.monitor}", module.metrics.mode
     checkpoint = ModelCheckpoint(
-        dirpath=str(run_dir / "checkpoints"), filename="best", monitor="val/bleu", mode="max", save_last=True
+        dirpath=str(run_dir / "checkpoints"), filename="best", monitor=monitor, mode=mode, save_last=True
     )
     throughput = Throughput()
     trainer = L.Trainer(
         **lightning_options(cfg.trainer),
         default_root_dir=str(run_dir),
         logger=make_loggers(cfg, run_dir),
-        callbacks=[checkpoint, EarlyStopping(monitor="val/bleu", mode="max", patience=cfg.trainer.patience), throughput],
+        callbacks=[checkpoint, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience), throughput],
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
@@ -140,9 +113,10 @@ def train(cfg: DictConfig) -> dict:
     train_seconds = time.perf_counter() - started
     trainer.test(module, datamodule=data, ckpt_path="best" if checkpoint.best_model_path else None, verbose=False)
 
-    summary = build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds)
-    write_outputs(run_dir, module, summary, cfg.samples)
-    print_result(summary, run_dir)
+    summary = build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds)
+    if trainer.is_global_zero:
+        write_outputs(run_dir, summary, module.results.get("test"), data.task, cfg.samples)
+        print_result(summary, run_dir)
     return summary
 
 
@@ -161,59 +135,3 @@ def lightning_options(trainer_cfg: DictConfig) -> dict:
         for k, v in options.items()
         if k not in ZOO_TRAINER_FIELDS and not (k.startswith("limit_") and v == 1.0)
     }
-
-
-def build_summary(cfg, module, trainer, checkpoint, throughput, train_seconds) -> dict:
-    test = module.results.get("test", {})
-    return {
-        "test": {k: test.get(k) for k in ("bleu", "chrf", "bleu_signature", "chrf_signature", "bleu_by_length")},
-        "best_val_bleu": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
-        "parameters": parameter_counts(module.model),
-        "train_seconds": round(train_seconds, 2),
-        "train_tokens": throughput.tokens,
-        "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
-        "peak_memory_mb": round(peak_memory_mb(module.device), 1),
-        "epochs": trainer.current_epoch,
-        "steps": trainer.global_step,
-        "components": {kind: OmegaConf.to_container(cfg[kind]) for kind in (k.name for k in GROUP_KINDS)},
-        "decode": OmegaConf.to_container(cfg.decode)["strategy"],
-        "best_checkpoint": checkpoint.best_model_path or None,
-        "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
-    }
-
-
-def write_outputs(run_dir: Path, module: TranslationModule, summary: dict, samples: int) -> None:
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    test = module.results.get("test")
-    if not test:
-        return
-    (run_dir / "test_hypotheses.txt").write_text("\n".join(test["hypotheses"]) + "\n")
-    rows = zip(test["sources"][:samples], test["references"][:samples], test["hypotheses"][:samples])
-    (run_dir / "samples.txt").write_text("".join(f"SRC {s}\nREF {r}\nHYP {h}\n\n" for s, r, h in rows))
-
-
-def print_result(summary: dict, run_dir: Path) -> None:
-    names = summary["components"]
-    model = ", ".join(f"{k}={names[k]['name']}" for k in ("encoder", "decoder", "attention", "posenc", "tokenizer"))
-    test = summary["test"]
-    rows = [
-        ("model", model),
-        ("test BLEU", f"{test['bleu']:.2f}" if test["bleu"] is not None else "n/a"),
-        ("test chrF", f"{test['chrf']:.2f}" if test["chrf"] is not None else "n/a"),
-        ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
-        ("train time", f"{summary['train_seconds']:.1f} s"),
-        ("tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in rows))
-    print(f"run directory: {run_dir}\n")
-
-
-@hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")
-def hydra_entry(cfg: DictConfig) -> float | None:
-    try:
-        summary = train(cfg)
-    except ZooError as error:  # one line, no traceback: the message says what to do
-        print(f"zoo: error: {error}", file=sys.stderr)
-        raise SystemExit(1)
-    return summary["test"]["bleu"]

@@ -34,7 +34,8 @@ import torch
 from matplotlib.figure import Figure
 
 from zoo.config.sections import DecodeConfig
-from zoo.contracts import BOS, EOS, SPECIAL_TOKENS, Tokenizer
+from zoo.contracts import BOS, EOS, SPECIAL_TOKENS, Task
+from zoo.data.text import token_labels
 from zoo.decoding import generate
 from zoo.errors import ZooError
 
@@ -100,20 +101,6 @@ def attention_weights(model: Any, source: torch.Tensor, target_in: torch.Tensor)
 
 
 # --------------------------------------------------------------------------- drawing
-def token_labels(tokenizer: Tokenizer, ids: list[int]) -> list[str]:
-    """Readable text of each id: special tokens by name, spaces as '␣', else the decoded piece."""
-    pieces = tokenizer.decode([[i] for i in ids]) if ids else []
-    labels = []
-    for i, piece in zip(ids, pieces):
-        if i < len(SPECIAL_TOKENS):
-            labels.append(SPECIAL_TOKENS[i])
-        elif piece.strip() == "":
-            labels.append("␣" * max(1, len(piece)) if piece else f"#{i}")
-        else:
-            labels.append(piece)
-    return labels
-
-
 def _draw(ax: Any, weights: torch.Tensor, rows: list[str], cols: list[str], title: str, fontsize: float) -> Any:
     image = ax.imshow(weights.float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=fontsize)
@@ -155,19 +142,20 @@ def grid_figure(weights: torch.Tensor, rows: list[str], cols: list[str], title: 
 # --------------------------------------------------------------------------- the entry point
 def write_attention_maps(
     model: Any,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
-    sentence: str,
+    task: Task,
+    source: Any,
     out_dir: str | Path,
     *,
     decode_cfg: DecodeConfig | None = None,
     wandb_run: Any = None,
 ) -> list[Path]:
-    """Translate ``sentence`` and write its attention heatmaps as PNGs into ``out_dir``.
+    """Decode one ``source`` (a sentence for translation) and write its attention heatmaps as PNGs into ``out_dir``.
 
     Args:
         model: a :class:`zoo.model.Seq2Seq` (or anything with ``encode``/``decoder``).
             It is put in eval mode for the duration and then restored.
+        task: the run's task, with its codecs loaded: it encodes the source, labels
+            its positions and turns output ids into text.
         decode_cfg: how to translate (default: greedy with the default length limits).
         wandb_run: a ``wandb`` run; the pictures are also logged as ``wandb.Image``
             under ``attention/<file stem>``.
@@ -181,23 +169,24 @@ def write_attention_maps(
         (hypothesis + EOS, the tokens being predicted) x source.
         A model without attention weights writes nothing and returns ``[]``.
     """
-    source_ids = src_tokenizer.encode([sentence])[0]
-    if not source_ids:
-        raise AttentionMapError(f"the sentence {sentence!r} has no tokens to attend to; pass a non-empty sentence")
+    if isinstance(source, str) and not source.strip():
+        raise AttentionMapError("the sentence is empty: there are no tokens to attend to; pass a non-empty sentence")
+    encoded = task.encode_sources([source])[0]
     was_training = model.training
     model.eval()
     try:
         device = next(model.parameters()).device
-        source = torch.tensor([source_ids], dtype=torch.long, device=device)
-        hypothesis = generate(model, source, decode_cfg or DecodeConfig(strategy="greedy"))[0]
+        batch = task.collate_sources([encoded]).to(device)
+        decode = decode_cfg or DecodeConfig(strategy="greedy")
+        hypothesis = generate(model, batch, decode, max_len=task.output_limit(batch))[0]
         target_in = torch.tensor([[BOS, *hypothesis]], dtype=torch.long, device=device)
-        maps = attention_weights(model, source, target_in)
+        maps = attention_weights(model, batch, target_in)
     finally:
         model.train(was_training)
 
-    hyp_labels = token_labels(tgt_tokenizer, hypothesis)
+    hyp_labels = token_labels(task.target_tokenizer, hypothesis)
     labels = {
-        "source": token_labels(src_tokenizer, source_ids),
+        "source": task.source_labels(encoded),
         "target_in": [SPECIAL_TOKENS[BOS], *hyp_labels],
         "target_out": [*hyp_labels, SPECIAL_TOKENS[EOS]],
     }
@@ -220,7 +209,7 @@ def write_attention_maps(
     if wandb_run is not None and written:
         import wandb
 
-        wandb_run.log({f"attention/{path.stem}": wandb.Image(str(path), caption=sentence) for path in written})
+        wandb_run.log({f"attention/{path.stem}": wandb.Image(str(path), caption=str(source)) for path in written})
     return written
 
 

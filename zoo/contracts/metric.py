@@ -1,0 +1,29 @@
+"""The metric contract: hypotheses and their references in, a corpus score and per-item scores out."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class Metric:
+    """A corpus-level score of generated text. Built as ``cls(cfg)``.
+
+    ``references[i]`` holds every reference of item ``i`` (one or more, the count
+    may differ between items). ``higher_is_better`` tells checkpointing, early
+    stopping and comparisons which way is up.
+    """
+
+    higher_is_better: bool = True
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+        raise NotImplementedError
+
+    def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float] | None:
+        """One score per item (for significance tests over items), or None when the metric has no per-item form."""
+        return None
+
+    def signature(self) -> str | None:
+        """A string that pins down how the score was computed (sacrebleu's signature), or None."""
+        return None

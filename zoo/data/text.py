@@ -1,0 +1,59 @@
+"""Tokenizers in a run directory: train on the training split, save atomically, load.
+
+A task that reads or writes text keeps one file per side under
+``run_dir/tokenizers/`` (``source.json``, ``target.json``), so ids never change
+within a run and a finished run can be used without its data.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from zoo.contracts import SPECIAL_TOKENS, Tokenizer
+from zoo.contracts.task import TaskError
+from zoo.registry import build
+
+TOKENIZER_DIR = "tokenizers"
+
+
+def tokenizer_path(run_dir: str | os.PathLike, side: str) -> Path:
+    """Where a run keeps the tokenizer of ``side`` (``"source"`` or ``"target"``)."""
+    return Path(run_dir) / TOKENIZER_DIR / f"{side}.json"
+
+
+def train_tokenizer(tokenizer_cfg: Any, texts: Iterable[str]) -> Tokenizer:
+    tokenizer = build("tokenizer", tokenizer_cfg)
+    tokenizer.train(texts)
+    return tokenizer
+
+
+def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
+    """Write a tokenizer so the file appears complete or not at all
+    (the processes of a multi-GPU run may write the same file at the same time)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tokenizer.save(str(partial))
+    os.replace(partial, path)
+
+
+def load_tokenizer(tokenizer_cfg: Any, path: Path) -> Tokenizer:
+    if not path.is_file():
+        raise TaskError(f"no trained tokenizer {path}; train a model in {path.parent.parent} first")
+    tokenizer = build("tokenizer", tokenizer_cfg)
+    tokenizer.load(str(path))
+    return tokenizer
+
+
+def token_labels(tokenizer: Tokenizer, ids: list[int]) -> list[str]:
+    """Readable text of each id: special tokens by name, spaces as '␣', else the decoded piece."""
+    pieces = tokenizer.decode([[i] for i in ids]) if ids else []
+    labels = []
+    for i, piece in zip(ids, pieces):
+        if i < len(SPECIAL_TOKENS):
+            labels.append(SPECIAL_TOKENS[i])
+        elif piece.strip() == "":
+            labels.append("␣" * max(1, len(piece)) if piece else f"#{i}")
+        else:
+            labels.append(piece)
+    return labels

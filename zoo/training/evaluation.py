@@ -1,0 +1,56 @@
+"""The metrics a run reports and the one it monitors, chosen by ``metrics`` and ``monitor``."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from zoo.contracts import Metric
+from zoo.errors import ZooError
+from zoo.registry import build, get, names
+
+
+class MetricChoiceError(ZooError, ValueError):
+    """The config names a metric that is not registered."""
+
+
+class MetricSuite:
+    """Builds the run's metric plugins and scores hypotheses with all of them.
+
+    ``metrics: null`` means the task's defaults; ``monitor: null`` the task's
+    monitored metric. A monitored metric missing from ``metrics`` is added, so
+    ``monitor=ter`` alone is enough. The monitor picks the best checkpoint, stops
+    training early, shows in the progress bar and is the value a sweep optimises.
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        task = get("task", cfg["task"]["name"]).cls
+        chosen = list(cfg.get("metrics") or task.default_metrics)
+        self.monitor: str = cfg.get("monitor") or task.default_monitor
+        if self.monitor not in chosen:
+            chosen.append(self.monitor)
+        unknown = [name for name in chosen if name not in names("metric")]
+        if unknown:
+            raise MetricChoiceError(
+                f"unknown metric(s) {', '.join(unknown)}; registered metrics: {', '.join(names('metric'))} "
+                "(a metric plugin must be discovered: see plugin_dirs)"
+            )
+        self.metrics: dict[str, Metric] = {name: build("metric", {"name": name}) for name in dict.fromkeys(chosen)}
+
+    @property
+    def mode(self) -> str:
+        """``max`` or ``min``: which way the monitored metric improves (Lightning's spelling)."""
+        return "max" if self.metrics[self.monitor].higher_is_better else "min"
+
+    def scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+        return {name: metric.corpus_score(hypotheses, references) for name, metric in self.metrics.items()}
+
+    def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, list[float]]:
+        """Per-item scores of every metric that has them."""
+        per_item = {name: metric.item_scores(hypotheses, references) for name, metric in self.metrics.items()}
+        return {name: scores for name, scores in per_item.items() if scores is not None}
+
+    def describe(self) -> dict[str, dict]:
+        """Direction and signature of every metric, as recorded in summary.json."""
+        return {
+            name: {"higher_is_better": metric.higher_is_better, "signature": metric.signature()}
+            for name, metric in self.metrics.items()
+        }

@@ -1,0 +1,92 @@
+"""What a finished run records: ``summary.json``, the test hypotheses and samples, and the printed result."""
+from __future__ import annotations
+
+import json
+import platform
+import resource
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.registry import GROUP_KINDS, MODEL_KINDS
+
+SUMMARY_FILE = "summary.json"
+
+
+def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
+    """Trainable parameters, and frozen weights (frozen parameters plus persistent buffers such as a reservoir)."""
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
+    parameter_storage = {p.data_ptr() for p in module.parameters()}  # tied weights appear twice in a state_dict
+    frozen += sum(t.numel() for t in module.state_dict().values() if t.data_ptr() not in parameter_storage)
+    return {"trainable": trainable, "frozen": frozen}
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpoint: Any, throughput: Any,
+                  train_seconds: float) -> dict:
+    """The run's record. ``test`` holds every metric's score with its direction and signature;
+    ``monitor`` names the metric that chose the best checkpoint (``best_val`` is its validation score)."""
+    suite = module.metrics
+    test = module.results.get("test")
+    described = suite.describe()
+    return {
+        "task": cfg.task.name,
+        "monitor": suite.monitor,
+        "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},
+        "breakdowns": task.breakdowns(test["items"], test["hypotheses"]) if test else {},
+        "best_val": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
+        "parameters": parameter_counts(module.model),
+        "train_seconds": round(train_seconds, 2),
+        "train_tokens": throughput.tokens,
+        "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
+        "peak_memory_mb": round(peak_memory_mb(module.device), 1),
+        "epochs": trainer.current_epoch,
+        "steps": trainer.global_step,
+        "components": {kind.name: OmegaConf.to_container(cfg[kind.name], enum_to_str=True) for kind in GROUP_KINDS},
+        "decode": str(cfg.decode.strategy),
+        "best_checkpoint": checkpoint.best_model_path or None,
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
+    }
+
+
+def monitored_score(summary: dict) -> float | None:
+    """The test score of the monitored metric, or None when the run has none."""
+    return summary.get("test", {}).get(summary.get("monitor"), {}).get("score")
+
+
+def write_outputs(run_dir: Path, summary: dict, test: dict | None, task: Any, samples: int) -> None:
+    """summary.json, then (when the test ran) one hypothesis per test item and the first ``samples`` items."""
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+    if not test:
+        return
+    (run_dir / "test_hypotheses.txt").write_text("\n".join(test["hypotheses"]) + "\n")
+    blocks = []
+    for item, hypothesis in list(zip(test["items"], test["hypotheses"]))[:samples]:
+        references = "".join(f"REF {reference}\n" for reference in item.references)
+        blocks.append(f"SRC {task.describe_source(item)}\n{references}HYP {hypothesis}\n\n")
+    (run_dir / "samples.txt").write_text("".join(blocks))
+
+
+def print_result(summary: dict, run_dir: Path) -> None:
+    """The result table a user sees at the end of ``zoo train``."""
+    components = summary["components"]
+    model = ", ".join(f"{kind}={components[kind]['name']}" for kind in MODEL_KINDS if kind != "frontend")
+    rows = [("model", model)]
+    rows += [(f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
+             for name, entry in summary["test"].items()]
+    rows += [
+        ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
+        ("train time", f"{summary['train_seconds']:.1f} s"),
+        ("tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in rows))
+    print(f"run directory: {run_dir}\n")
