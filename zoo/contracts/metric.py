@@ -25,5 +25,5 @@ class Metric:
         return None
 
     def signature(self) -> str | None:
-        """A string that pins down how the score was computed (sacrebleu's signature), or None."""
+        """A string that pins down how the latest :meth:`corpus_score` was computed (sacrebleu's signature), or None."""
         return None
