@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 
 from conftest import TINY, run_zoo
@@ -88,14 +91,51 @@ def test_broken_entry_point_is_named_in_the_error(tmp_path):
     assert "broken_zoo" in proc.stderr and "RuntimeError: boom" in proc.stderr
 
 
+def plugin_folder(path, **files: str):
+    """A plugin folder holding ``files`` (stem -> source)."""
+    path.mkdir(parents=True)
+    for stem, code in files.items():
+        (path / f"{stem}.py").write_text(code)
+    return path
+
+
 def test_plugin_folder_from_env_and_override(tmp_path):
-    folder = tmp_path / "local_plugins"
-    folder.mkdir()
-    (folder / "negdist.py").write_text(textwrap.dedent(PLUGIN))
+    folder = plugin_folder(tmp_path / "local_plugins", negdist=textwrap.dedent(PLUGIN))
     listing = run_zoo("list", "attention", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}).stdout
-    assert "negdist" in listing
+    assert "negdist" in listing and "[zoo.registry.folders.local_plugins.negdist]" in listing
     job = run_zoo("train", f"plugin_dirs=[{folder}]", "attention=negdist", "--cfg", "job", cwd=tmp_path).stdout
     assert "name: negdist" in job
+
+
+def test_folder_plugin_module_imports_in_a_fresh_process_from_the_environment(tmp_path):
+    """What a DDP rank or a sweep worker does when it unpickles a config that names a folder plugin's class."""
+    folder = plugin_folder(tmp_path / "local_plugins", negdist=textwrap.dedent(PLUGIN))
+    probe = "import zoo.registry.folders.local_plugins.negdist as m; print(m.NegativeDistance.registry_entry.name)"
+    env = {**os.environ, "ZOO_PLUGIN_DIRS": str(folder)}
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "negdist", proc.stderr[-2000:]
+
+
+def test_same_folder_twice_is_harmless(tmp_path):
+    folder = plugin_folder(tmp_path / "local_plugins", negdist=textwrap.dedent(PLUGIN))
+    env = {"ZOO_PLUGIN_DIRS": os.pathsep.join([str(folder), "local_plugins"])}
+    job = run_zoo("train", "plugin_dirs=[local_plugins]", "attention=negdist", "--cfg", "job", cwd=tmp_path, env=env)
+    assert "name: negdist" in job.stdout
+
+
+def test_two_folders_with_one_name_are_a_clear_error(tmp_path):
+    first = plugin_folder(tmp_path / "a" / "local_plugins", negdist=textwrap.dedent(PLUGIN))
+    second = plugin_folder(tmp_path / "b" / "local_plugins")
+    env = {"ZOO_PLUGIN_DIRS": os.pathsep.join([str(first), str(second)])}
+    proc = run_zoo("list", cwd=tmp_path, env=env, check=False)
+    assert proc.returncode == 1 and "rename one" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_broken_folder_plugin_names_its_file(tmp_path):
+    folder = plugin_folder(tmp_path / "local_plugins", broken=BROKEN)
+    proc = run_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}, check=False)
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1
+    assert str(folder / "broken.py") in proc.stderr and "RuntimeError: boom" in proc.stderr
 
 
 def test_missing_plugin_folder_is_a_clear_error(tmp_path):

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 import time
 import warnings
 from pathlib import Path
 
-import hydra
 import lightning as L
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -22,7 +20,7 @@ from zoo.data.datamodule import ZooDataModule
 from zoo.errors import ZooError
 from zoo.training.callbacks import Throughput
 from zoo.training.module import ZooModule
-from zoo.training.summary import SUMMARY_FILE, build_summary, monitored_score, print_result, write_outputs
+from zoo.training.summary import SUMMARY_FILE, build_summary, print_result, write_outputs
 
 log = logging.getLogger(__name__)
 

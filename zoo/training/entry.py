@@ -1,0 +1,68 @@
+"""The one training entry: ``python -m zoo.training.entry OVERRIDES...`` (``zoo train`` calls :func:`main`).
+
+:func:`main` makes this module the process's program: ``sys.argv`` becomes this file plus the
+overrides and ``__main__.__spec__`` names this module, so Lightning's DDP launcher, which reruns
+``python -m <__main__.__spec__.name> <sys.argv[1:]>``, reruns this entry, not the CLI. Every process
+discovers plugins itself, before composing (command line) and again in the task (a pickled config).
+"""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+import hydra
+from hydra.utils import to_absolute_path
+from omegaconf import DictConfig
+
+import zoo.config.schema  # noqa: F401  (stores the schema)
+from zoo.errors import ZooError
+from zoo.registry.discovery import discover
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """A ZooError ends the process with its message as one line; its text already says what to do."""
+    try:
+        yield
+    except ZooError as error:
+        print(f"zoo: error: {error}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
+    """The ``plugin_dirs=[...]`` override, read before Hydra composes anything (plugins must register first)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    candidates = [o for o in overrides if o.lstrip("+~").startswith("plugin_dirs=")]
+    dirs: list[str] = []
+    for override in OverridesParser.create().parse_overrides(candidates):
+        value = override.value()
+        dirs.extend(value if isinstance(value, list) else [value])
+    return [str(d) for d in dirs]
+
+
+@hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")
+def task(cfg: DictConfig) -> float | None:
+    """One job. A sweep worker gets ``cfg`` pickled, so it discovers ``cfg.plugin_dirs`` here too."""
+    with one_line_errors():
+        discover([to_absolute_path(d) for d in cfg.plugin_dirs])
+        # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
+        from zoo.training.run import train
+        from zoo.training.summary import monitored_score
+
+        return monitored_score(train(cfg))  # what a sweeper optimises
+
+
+def main(overrides: list[str] | None = None) -> None:
+    """Train with Hydra ``overrides`` (default: this process's arguments)."""
+    overrides = sys.argv[1:] if overrides is None else list(overrides)
+    with one_line_errors():
+        discover(plugin_dirs_from_overrides(overrides))
+    sys.argv = [__file__, *overrides]
+    sys.modules["__main__"].__spec__ = __spec__
+    task()
+
+
+if __name__ == "__main__":
+    main()
