@@ -16,6 +16,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
+from zoo.config.renamed import check_renamed
 from zoo.errors import ZooError
 from zoo.registry.discovery import discover
 
@@ -58,6 +59,7 @@ def main(overrides: list[str] | None = None) -> None:
     """Train with Hydra ``overrides`` (default: this process's arguments)."""
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
+        check_renamed(overrides)
         discover(plugin_dirs_from_overrides(overrides))
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__

@@ -1,0 +1,23 @@
+"""Options that moved: a command line that still uses an old spelling gets one line naming the new one.
+
+Without this, Hydra would report only that the old key does not exist.
+"""
+from __future__ import annotations
+
+from zoo.config.checks import ConfigError
+
+#: old override key -> new key
+RENAMED = {
+    "data.joint_vocab": "task.joint_vocab",
+    "decode.max_len_ratio": "task.max_len_ratio",
+    "decode.max_len_offset": "task.max_len_offset",
+    "length_buckets": "task.length_buckets",
+}
+
+
+def check_renamed(overrides: list[str]) -> None:
+    """Raise :class:`ConfigError` for the first override that uses a moved option's old key."""
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key in RENAMED:
+            raise ConfigError(f"{key} is now {RENAMED[key]}; write {RENAMED[key]}={value}")
