@@ -1,29 +1,148 @@
-"""The project builds as a normal wheel that ships the built-in plugins as `zoo_plugins`."""
+"""The project builds as a normal wheel that ships the built-in plugins as `zoo_plugins` and the Hydra
+configs as `zoo.conf`, and that wheel works on its own: installed into a fresh virtual environment
+and run from a folder outside the checkout."""
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
-from conftest import ROOT
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import ROOT, TINY, run_zoo
+
+# What a fresh clone would not hold: build leftovers, local environments and run outputs.
+NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "outputs", "multirun", "wandb", ".pytest_cache")
 
 
-def test_wheel_ships_core_configs_and_every_plugin_package(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a clean copy of the checkout: a stale build/ folder cannot hide a missing package."""
+    source = tmp_path_factory.mktemp("source") / "zoo"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(ROOT), "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(source), "-w", str(out)],
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("zoo-*.whl")
+    (built,) = out.glob("zoo-*.whl")
+    return built
+
+
+def in_checkout(path: str | Path) -> bool:
+    """Whether ``path`` is the checkout or a folder of it, other than the running virtual environment."""
+    resolved = Path(path).resolve()
+    return resolved.is_relative_to(ROOT) and not resolved.is_relative_to(Path(sys.prefix).resolve())
+
+
+def natural_sys_path(python: str | Path) -> list[str]:
+    """The sys.path an interpreter starts with, away from the checkout and without PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    probe = "import json, sys; print(json.dumps(sys.path[1:]))"  # [0] is the script's folder
+    out = subprocess.run([str(python), "-c", probe], check=True, capture_output=True, text=True, env=env, cwd="/")
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh virtual environment holding only the wheel; its dependencies come from the test's environment.
+
+    Installing torch and Lightning anew would take minutes, so a ``.pth`` file appends the folders this
+    interpreter imports its dependencies from to the new environment's sys.path, after the new
+    environment's own site-packages (so the wheel's ``zoo`` wins). Plain path lines do not run the ``.pth``
+    files found there, so the checkout's editable install stays invisible. The wheel goes in before the
+    ``.pth`` file exists: pip then sees an empty environment and never touches the project's own zoo.
+    """
+    venv = tmp_path_factory.mktemp("venv") / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    own = natural_sys_path(python)
+    dependencies = [p for p in natural_sys_path(sys.executable) if p not in own and not in_checkout(p)]
+    site_packages = next(p for p in own if p.endswith("site-packages") and Path(p).resolve().is_relative_to(venv.resolve()))
+    Path(site_packages, "zz_zoo_test_dependencies.pth").write_text("".join(f"{p}\n" for p in dependencies))
+    return venv
+
+
+def run_installed(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run a program from the fresh environment's bin/ in ``cwd``, with nothing pointing at the checkout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "ZOO_PLUGIN_DIRS")}
+    env |= {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "VIRTUAL_ENV": str(venv)}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, capture_output=True, text=True, env=env, timeout=600
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture
+def outside(tmp_path) -> Path:
+    """A working folder that is not inside the checkout."""
+    assert not tmp_path.resolve().is_relative_to(ROOT)
+    return tmp_path
+
+
+def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    plugin_packages = [p.parent.name for p in (ROOT / "plugins").glob("*/__init__.py")]
-    for package in plugin_packages:
-        modules = [p.name for p in (ROOT / "plugins" / package).glob("*.py")]
-        for module in modules:
-            assert f"zoo_plugins/{package}/{module}" in names, f"plugins/{package} is missing from pyproject's packages"
+    for module in sorted((ROOT / "plugins").rglob("*.py")):
+        shipped = "zoo_plugins/" + module.relative_to(ROOT / "plugins").as_posix()
+        assert shipped in names, f"{module.relative_to(ROOT)} is missing from the wheel (as {shipped})"
+    for module in sorted((ROOT / "zoo").rglob("*.py")):
+        shipped = module.relative_to(ROOT).as_posix()
+        assert shipped in names, f"{shipped} is missing from the wheel"
+    for config in sorted((ROOT / "conf").rglob("*.yaml")):
+        shipped = "zoo/conf/" + config.relative_to(ROOT / "conf").as_posix()
+        assert shipped in names, f"{config.relative_to(ROOT)} is missing from the wheel (as {shipped})"
     assert "zoo/conf/config.yaml" in names
-    assert not any(n.startswith("plugins/") for n in names), "no generic top-level 'plugins' module may be installed"
+    top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"zoo", "zoo_plugins"}, "no generic top-level 'plugins' or 'conf' module may be installed"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[zoo.plugins]" in text and "builtin = zoo_plugins" in text
     assert "zoo = zoo.cli:main" in text
+
+
+def test_installed_wheel_imports_from_its_own_environment(installed, outside):
+    probe = (
+        "import json, sys, zoo, zoo.conf, zoo_plugins\n"
+        "from importlib.metadata import distribution\n"
+        "print(json.dumps({'files': [zoo.__file__, zoo.conf.__file__, zoo_plugins.__file__],"
+        " 'dist': str(distribution('zoo').locate_file('')), 'path': sys.path}))"
+    )
+    seen = json.loads(run_installed(installed, "python", "-c", probe, cwd=outside).stdout)
+    for file in seen["files"]:
+        assert Path(file).resolve().is_relative_to(installed.resolve()), f"{file} is not the installed wheel's"
+    assert Path(seen["dist"]).resolve().is_relative_to(installed.resolve()), "zoo's metadata is not the wheel's"
+    inside = [p for p in seen["path"] if p and in_checkout(p)]
+    assert not inside, f"the checkout is on sys.path: {inside}"
+
+
+def test_installed_zoo_lists_the_same_components_as_the_checkout(installed, outside):
+    """A plugin package left out of the wheel would be missing from the installed list."""
+    listed = run_installed(installed, "zoo", "list", cwd=outside).stdout
+    assert "attention:" in listed and "zoo_plugins." in listed
+    assert listed == run_zoo("list", cwd=outside, env={"ZOO_PLUGIN_DIRS": None}).stdout
+
+
+def test_installed_zoo_composes_and_trains_outside_the_checkout(installed, outside):
+    """The Hydra configs come from the wheel's zoo.conf (there is no conf/ here to fall back on)."""
+    job = run_installed(installed, "zoo", "train", "--cfg", "job", "experiment=smoke", cwd=outside).stdout
+    smoke = OmegaConf.load(ROOT / "conf" / "experiment" / "smoke.yaml")
+    assert "encoder:" in job and f"train_size: {smoke.dataset.train_size}" in job  # the schema, and the preset
+    run_dir = outside / "run"
+    run_installed(installed, "zoo", "train", *TINY, f"hydra.run.dir={run_dir}", cwd=outside)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary  # a finished run
+    assert not (outside / "outputs").exists(), "hydra.run.dir was ignored"

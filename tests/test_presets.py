@@ -1,0 +1,143 @@
+"""Every experiment preset in conf/experiment/ runs as shipped, shrunk to a few batches, in a real subprocess.
+
+The presets are found by globbing, so a new one is tested without being listed here. Only sizes that
+do not change what a preset compares are shrunk: the data, the epochs and batches, and the widths of
+the components the preset leaves at their defaults (a preset that sets its own model keeps it).
+Presets that sweep (``hydra.sweeper.params``) run in tests/test_presets_sweeps.py, so that pytest-xdist
+can run the two files side by side.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from conftest import ROOT, run_zoo
+from zoo.registry.kinds import GROUP_KINDS
+
+PRESETS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
+
+# A few batches of everything, whatever the preset says.
+FEW_BATCHES = [
+    "trainer.max_epochs=1",
+    "trainer.limit_train_batches=2",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "samples=2",
+]
+# Tiny data, by dataset: a preset that picks a dataset not named here must say how to shrink it.
+SMALL_DATA = {
+    "synthetic": ["dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"],
+    "parallel": [],  # reads the tiny corpus written by tiny_multi30k()
+}
+# Narrow widths for default components, applied only to the groups a preset leaves alone.
+SMALL_MODEL = {
+    ("frontend", "tokens"): ["frontend.dim=32"],
+    ("encoder", "gru"): ["encoder.hidden_size=32"],
+    ("decoder", "rnn"): ["decoder.hidden_size=32", "decoder.embed_dim=32"],
+}
+DEFAULT_CHOICES = {kind.name: kind.default for kind in GROUP_KINDS}
+
+
+def chosen_groups(preset: dict) -> dict[str, str]:
+    """The config groups a preset chooses in its defaults list (``override /encoder: transformer``)."""
+    chosen = {}
+    for entry in preset.get("defaults", []):
+        if isinstance(entry, dict):
+            for key, choice in entry.items():
+                chosen[key.removeprefix("override ").strip("/ ")] = choice
+    return chosen
+
+
+def sweep_params(preset: dict) -> dict[str, list[str]]:
+    """``hydra.sweeper.params`` of a preset, each value split into its choices."""
+    params = preset.get("hydra", {}).get("sweeper", {}).get("params", {}) or {}
+    return {key: [choice.strip() for choice in str(value).split(",")] for key, value in params.items()}
+
+
+def shrinking_overrides(preset: dict) -> list[str]:
+    """Overrides that make ``preset`` take seconds without changing what it compares."""
+    chosen = chosen_groups(preset)
+    touched = set(chosen) | set(preset) | set(sweep_params(preset))
+    choice = DEFAULT_CHOICES | chosen
+    if choice["dataset"] not in SMALL_DATA:
+        pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
+    overrides = [*FEW_BATCHES, *SMALL_DATA[choice["dataset"]]]
+    for (group, name), sizes in SMALL_MODEL.items():
+        if group not in touched and choice[group] == name:
+            overrides += sizes
+    return overrides
+
+
+# Made-up German/English sentence pairs, combined from a few phrases, gzipped as Multi30k ships them.
+SUBJECTS = [
+    ("ein Hund", "a dog"), ("eine Frau", "a woman"), ("zwei Männer", "two men"),
+    ("ein kleines Mädchen", "a little girl"), ("ein älterer Mann", "an older man"),
+]
+ACTIONS = [
+    ("läuft über", "runs across"), ("sitzt auf", "sits on"), ("steht vor", "stands in front of"),
+    ("wartet an", "waits at"),
+]
+PLACES = [("der Straße", "the street"), ("einer Bank", "a bench"), ("dem Haus", "the house")]
+
+
+def tiny_multi30k(folder: Path) -> None:
+    """Write train/val/test_2016_flickr .de/.en.gz files with a few dozen line-aligned pairs."""
+    pairs = [
+        (f"{sd} {ad} {pd} .", f"{se.capitalize()} {ae} {pe} .")
+        for sd, se in SUBJECTS for ad, ae in ACTIONS for pd, pe in PLACES
+    ]
+    random.Random(0).shuffle(pairs)  # 60 pairs; every split mixes all phrases
+    splits = {"train": pairs[:44], "val": pairs[44:52], "test_2016_flickr": pairs[52:]}
+    folder.mkdir(parents=True)
+    for split, split_pairs in splits.items():
+        for lang, side in (("de", 0), ("en", 1)):
+            with gzip.open(folder / f"{split}.{lang}.gz", "wt", encoding="utf-8") as handle:
+                handle.writelines(pair[side] + "\n" for pair in split_pairs)
+
+
+def corpus_root(preset: dict, data_dir: Path) -> Path:
+    """Where a preset reading files expects its corpus, with ``${paths.data}`` set to ``data_dir``."""
+    raw = preset.get("dataset", {}).get("root", "")
+    root = Path(OmegaConf.create({"paths": {"data": str(data_dir)}, "root": raw}).root)
+    if not raw or not root.is_relative_to(data_dir):
+        pytest.fail(f"dataset.root={raw!r}: a preset should read its corpus below ${{paths.data}} (ZOO_DATA_DIR)")
+    return root
+
+
+def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | None]:
+    """The preset as written, its shrunk overrides, the environment, and the corpus root it reads (if any)."""
+    preset = OmegaConf.to_container(OmegaConf.load(path))
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    root = None
+    if (DEFAULT_CHOICES | chosen_groups(preset))["dataset"] == "parallel":
+        root = corpus_root(preset, data_dir)
+        tiny_multi30k(root)
+    overrides = [f"experiment={path.stem}", *shrinking_overrides(preset)]
+    return preset, overrides, {"ZOO_DATA_DIR": str(data_dir)}, root
+
+
+def check_run(run_dir: Path, corpus: Path | None) -> DictConfig:
+    """A finished run: its summary, and the corpus it read (ZOO_DATA_DIR -> ${paths.data} -> dataset.root)."""
+    assert json.loads((run_dir / "summary.json").read_text()), f"{run_dir} has an empty summary"
+    config = OmegaConf.load(run_dir / "config.yaml")  # saved resolved
+    if corpus is not None:
+        assert config.dataset.root == str(corpus)
+    return config
+
+
+SINGLE = [p for p in PRESETS if not sweep_params(OmegaConf.to_container(OmegaConf.load(p)))]
+
+
+@pytest.mark.parametrize("path", SINGLE, ids=[p.stem for p in SINGLE])
+def test_preset_runs(path: Path, tmp_path: Path):
+    _, overrides, env, corpus = prepare(path, tmp_path)
+    run_dir = tmp_path / "run"
+    run_zoo("train", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, env=env)
+    check_run(run_dir, corpus)
