@@ -72,7 +72,10 @@ class ParallelDataset(Dataset):
             raise CorpusError("dataset.root is not set; pass dataset.root=/path/to/corpus")
         root = Path(self.cfg.root).expanduser()
         if not root.is_dir():
-            raise CorpusError(f"dataset.root {root} is not a folder; pass dataset.root=/path/to/corpus")
+            raise CorpusError(
+                f"dataset.root {root} is not a folder; pass dataset.root=/path/to/corpus "
+                "(presets read ${paths.data}: set ZOO_DATA_DIR)"
+            )
         return root
 
     def layout(self) -> str:
