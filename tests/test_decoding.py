@@ -8,8 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from zoo.config.checks import ConfigError
 from zoo.config.sections import DecodeConfig
-from zoo.contracts import BOS, EOS, PAD, UNK, Decoder, EncoderOutput
+from zoo.contracts import BOS, EOS, PAD, UNK, Decoder, EncoderOutput, SourceDescription
 from zoo.decoding import (
     DecodingError,
     beam_search,
@@ -183,7 +184,7 @@ def test_length_normalised_values():
     assert length_normalised(-2.0, 4, "average") == -0.5
     assert length_normalised(-2.0, 1, "gnmt", 0.6) == pytest.approx(-2.0)  # ((5+1)/6)^a = 1
     assert length_normalised(-2.0, 7, "gnmt", 1.0) == pytest.approx(-1.0)
-    with pytest.raises(DecodingError, match="gnmt, average"):
+    with pytest.raises(ConfigError, match="length_penalty='word' must be one of: gnmt, average"):
         length_normalised(-1.0, 2, "word")
 
 
@@ -215,9 +216,9 @@ def test_generate_dispatches_and_rejects_unknown_strategies():
     assert generate(model, source, DecodeConfig(strategy="greedy")) == [[A]]
     assert generate(model, source, {"strategy": "beam", "beam_size": 2}) == [[B_]]
     assert generate(model, source, DecodeConfig(strategy="sample", top_k=1)) == [[A]]
-    with pytest.raises(DecodingError, match="greedy, beam, sample"):
-        generate(model, source, DecodeConfig(strategy="viterbi"))
-    with pytest.raises(DecodingError, match="beam_size"):
+    with pytest.raises(ConfigError, match="strategy='viterbi' must be one of: greedy, beam, sample"):
+        generate(model, source, {"strategy": "viterbi"})
+    with pytest.raises(ConfigError, match="beam_size=0 must be >= 1"):
         generate(model, source, DecodeConfig(strategy="beam", beam_size=0))
     with pytest.raises(DecodingError, match="no field"):
         generate(model, source, {"strategy": "beam", "beams": 2})
@@ -295,7 +296,7 @@ def _real_model(decoder: str):
         defaults = registry.default_config(kind, name)
         cfg[kind] = {**defaults, **{k: v for k, v in small.items() if k in defaults}}
     torch.manual_seed(0)
-    return Seq2Seq(cfg, src_vocab_size=11, tgt_vocab_size=13).eval()
+    return Seq2Seq(cfg, SourceDescription("tokens", vocab_size=11), 13).eval()
 
 
 @pytest.mark.parametrize("decoder", ["rnn", "transformer"])

@@ -130,7 +130,7 @@ def test_tied_embeddings_share_one_matrix(embed_dim):
 
 @pytest.mark.parametrize("field,value", [("cell", "transformer"), ("style", "vaswani"), ("bridge", "mean")])
 def test_bad_choices_are_named(field, value):
-    with pytest.raises(ValueError, match=f"unknown {field} '{value}'; choose one of"):
+    with pytest.raises(ValueError, match=f"{field}='{value}' must be one of: "):
         decoder(**{field: value})
 
 

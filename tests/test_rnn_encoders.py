@@ -87,5 +87,5 @@ def test_dropout_only_in_training():
 
 
 def test_zero_layers_is_rejected():
-    with pytest.raises(ValueError, match="layers >= 1"):
+    with pytest.raises(ValueError, match="layers=0 must be >= 1"):
         encoder("gru", layers=0)

@@ -83,7 +83,7 @@ def test_cosine_temperature_learnable_or_fixed():
 
 
 def test_cosine_rejects_non_positive_temperature():
-    with pytest.raises(ValueError, match="temperature > 0"):
+    with pytest.raises(ValueError, match="temperature=0.0 must be > 0"):
         scorer("cosine", temperature=0.0)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from zoo.contracts import SourceDescription
 from zoo import registry
 
 from zoo.registry import discovery
@@ -99,11 +100,11 @@ def test_dynamic_tanh():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("heads", 3, "multiple of encoder.heads=3"),
-        ("norm", "batchnorm", "norm='batchnorm' is unknown"),
-        ("norm_position", "middle", "choose pre or post"),
-        ("activation", "swish", "activation='swish' is unknown"),
-        ("dropout", 1.5, "dropout must be in"),
+        ("heads", 3, "multiple of heads=3"),
+        ("norm", "batchnorm", "norm='batchnorm' must be one of: layernorm, rmsnorm, dyt"),
+        ("norm_position", "middle", "norm_position='middle' must be one of: pre, post"),
+        ("activation", "swish", r"activation='swish' must be one of: relu, gelu"),
+        ("dropout", 1.5, r"dropout=1.5 must be in \[0, 1\)"),
     ],
 )
 def test_bad_layouts_are_clear_errors(field, value, message):
@@ -209,11 +210,11 @@ def test_seq2seq_assembly(posenc):
         "decoder": small("decoder"),
         "attention": registry.default_config("attention", "scaled_dot"),
     }
-    model = Seq2Seq(cfg, src_vocab_size=V, tgt_vocab_size=V)
+    model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=V), V)
     assert (model.posenc is None) == (posenc == "rotary")
     assert (model.encoder.posenc is not None) == (posenc == "rotary")
     source = torch.randint(4, V, (B, S)).masked_fill(~MASK, PAD)
     assert model(source, targets()).logits.shape == (B, T, V)
     cfg["decoder"] = small("decoder", heads=3)
     with pytest.raises(AssemblyError, match="decoder 'transformer'"):
-        Seq2Seq(cfg, src_vocab_size=V, tgt_vocab_size=V)
+        Seq2Seq(cfg, SourceDescription("tokens", vocab_size=V), V)

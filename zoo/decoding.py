@@ -18,21 +18,36 @@ Conventions shared by every function here:
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 import torch.nn.functional as F
 
-from zoo.config.sections import DecodeConfig
+from zoo.config.checks import Choice
 from zoo.contracts import BOS, EOS, PAD, EncoderOutput
 from zoo.errors import ZooError
 
-STRATEGIES = ("greedy", "beam", "sample")
-LENGTH_PENALTIES = ("gnmt", "average")
+if TYPE_CHECKING:  # the config imports the choices below, so it is imported only where used
+    from zoo.config.sections import DecodeConfig
+
+
+class Strategy(Choice):
+    """How :func:`generate` picks output tokens."""
+
+    greedy = "greedy"
+    beam = "beam"
+    sample = "sample"
+
+
+class LengthPenalty(Choice):
+    """How beam search ranks finished hypotheses of different lengths (:func:`length_normalised`)."""
+
+    gnmt = "gnmt"
+    average = "average"
 
 
 class DecodingError(ZooError, ValueError):
-    """Decoding options that cannot work (an unknown strategy, a negative beam size, ...)."""
+    """Decoding options that cannot work (a negative beam size, a bad length limit, ...)."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -58,7 +73,7 @@ def max_output_len(source_mask_or_lengths: torch.Tensor, ratio: float, offset: i
     return limits.clamp(min=1)
 
 
-def length_normalised(score: float, length: int, penalty: str, alpha: float = 0.6) -> float:
+def length_normalised(score: float, length: int, penalty: LengthPenalty | str, alpha: float = 0.6) -> float:
     """A hypothesis' summed log-probability ``score`` divided by its length penalty.
 
     * ``gnmt``: ``score / ((5 + length) / 6) ** alpha`` (Wu et al., 2016, eq. 14);
@@ -67,11 +82,9 @@ def length_normalised(score: float, length: int, penalty: str, alpha: float = 0.
 
     ``length`` counts the generated ids, EOS included.
     """
-    if penalty == "gnmt":
+    if LengthPenalty.parse(penalty, "length_penalty") is LengthPenalty.gnmt:
         return score / ((5.0 + length) / 6.0) ** alpha
-    if penalty == "average":
-        return score / length
-    raise DecodingError(f"unknown length_penalty '{penalty}'; choose one of: {', '.join(LENGTH_PENALTIES)}")
+    return score / length
 
 
 def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
@@ -219,12 +232,11 @@ def sample(
 
 # --------------------------------------------------------------------------- beam search
 def _beam_search(
-    model: Any, enc: EncoderOutput, limits: torch.Tensor, beam_size: int, length_penalty: str, alpha: float
+    model: Any, enc: EncoderOutput, limits: torch.Tensor, beam_size: int, length_penalty: LengthPenalty | str, alpha: float
 ) -> list[list[int]]:
     if beam_size < 1:
         raise DecodingError(f"beam_size must be >= 1, got {beam_size}")
-    if length_penalty not in LENGTH_PENALTIES:
-        raise DecodingError(f"unknown length_penalty '{length_penalty}'; choose one of: {', '.join(LENGTH_PENALTIES)}")
+    length_penalty = LengthPenalty.parse(length_penalty, "length_penalty")
     batch, k, device = enc.memory.size(0), beam_size, enc.memory.device
     if batch == 0:
         return []
@@ -294,7 +306,7 @@ def beam_search(
     source: torch.Tensor,
     *,
     beam_size: int,
-    length_penalty: str = "gnmt",
+    length_penalty: LengthPenalty | str = LengthPenalty.gnmt,
     alpha: float = 0.6,
     max_len: int | torch.Tensor,
 ) -> list[list[int]]:
@@ -321,6 +333,7 @@ def generate(
     source: torch.Tensor,
     decode_cfg: DecodeConfig | Mapping[str, Any] | None = None,
     *,
+    max_len: int | torch.Tensor | None = None,
     generator: torch.Generator | None = None,
 ) -> list[list[int]]:
     """Decode ``source`` (B, S) with the strategy and options of a :class:`~zoo.config.DecodeConfig`
@@ -330,18 +343,21 @@ def generate(
     the source length being the number of real positions in the encoder's mask.
     """
     cfg = _as_decode_config(decode_cfg)
-    if cfg.strategy not in STRATEGIES:
-        raise DecodingError(f"unknown decode strategy '{cfg.strategy}'; choose one of: {', '.join(STRATEGIES)}")
     enc = model.encode(source)
-    limits = max_output_len(enc.mask, cfg.max_len_ratio, cfg.max_len_offset)
-    if cfg.strategy == "greedy":
+    if max_len is None:
+        limits = max_output_len(enc.mask, cfg.max_len_ratio, cfg.max_len_offset)
+    else:
+        limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
+    if cfg.strategy == Strategy.greedy:
         return _greedy(model, enc, limits)
-    if cfg.strategy == "beam":
+    if cfg.strategy == Strategy.beam:
         return _beam_search(model, enc, limits, cfg.beam_size, cfg.length_penalty, cfg.alpha)
     return _sample(model, enc, limits, cfg.temperature, cfg.top_k, cfg.top_p, generator)
 
 
 def _as_decode_config(decode_cfg: DecodeConfig | Mapping[str, Any] | None) -> DecodeConfig:
+    from zoo.config.sections import DecodeConfig
+
     if decode_cfg is None:
         return DecodeConfig()
     if isinstance(decode_cfg, DecodeConfig):

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import at_least
 from zoo.contracts import Scorer
 
 
@@ -25,6 +26,9 @@ class AdditiveScorer(Scorer):
     @dataclass
     class Config:
         hidden_size: int = 128  # width A of the attention MLP
+
+        def __post_init__(self) -> None:
+            at_least(self, "hidden_size", 1)
 
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import positive
 from zoo.contracts import Scorer
 
 
@@ -31,11 +32,12 @@ class CosineScorer(Scorer):
         temperature: float = 10.0  # initial tau; cosine scores lie in [-tau, tau]
         learnable: bool = True  # learn log(tau) per head
 
+        def __post_init__(self) -> None:
+            positive(self, "temperature")
+
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()
         self.check_dims(query_dim, key_dim)
-        if cfg.temperature <= 0:
-            raise ValueError(f"cosine attention needs temperature > 0, got {cfg.temperature}")
         log_tau = torch.full((heads,), math.log(cfg.temperature))
         if cfg.learnable:
             self.log_temperature = nn.Parameter(log_tau)

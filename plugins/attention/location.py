@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import at_least
 from zoo.contracts import Scorer
 
 
@@ -24,6 +25,9 @@ class LocationScorer(Scorer):
     @dataclass
     class Config:
         max_len: int = 256  # longest source this scorer can attend over
+
+        def __post_init__(self) -> None:
+            at_least(self, "max_len", 1)
 
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()

@@ -35,14 +35,36 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import Choice, at_least, in_unit_interval, one_of
 from zoo.nn.attention import attend
 from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
 from zoo.registry import build, get
 
-CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell, "rnn": nn.RNNCell}
-STYLES = ("bahdanau", "luong")
-BRIDGES = ("learned", "zeros")
+
+class Cell(Choice):
+    """The recurrent cell of every layer."""
+
+    gru = "gru"
+    lstm = "lstm"
+    rnn = "rnn"
+
+
+class Style(Choice):
+    """How attention is wired into the recurrence (see the module docstring)."""
+
+    bahdanau = "bahdanau"
+    luong = "luong"
+
+
+class Bridge(Choice):
+    """How the decoder's first state is made from the encoder's summary."""
+
+    learned = "learned"
+    zeros = "zeros"
+
+
+CELLS = {Cell.gru: nn.GRUCell, Cell.lstm: nn.LSTMCell, Cell.rnn: nn.RNNCell}
 
 
 @register("decoder", "rnn")
@@ -60,24 +82,27 @@ class RNNDecoder(Decoder):
 
     @dataclass
     class Config:
-        cell: str = "gru"  # recurrent cell: gru | lstm | rnn (Elman, tanh)
-        style: str = "bahdanau"  # bahdanau: query s_{t-1}, context into the cell | luong: query s_t, input feeding
+        cell: Cell = Cell.gru  # recurrent cell; rnn: Elman, tanh
+        style: Style = Style.bahdanau  # bahdanau: query s_{t-1}, context into the cell | luong: query s_t, input feeding
         hidden_size: int = 256  # units per layer; also the attention query size
         embed_dim: int = 128  # target embedding size
         layers: int = 1  # stacked recurrent cells
         dropout: float = 0.1  # on embeddings, between layers and before the vocabulary projection
-        bridge: str = "learned"  # initial state: learned (tanh(W enc.state)) | zeros
+        bridge: Bridge = Bridge.learned  # initial state: learned (tanh(W enc.state)) | zeros
         tie_embeddings: bool = False  # share the target embedding with the vocabulary projection
+
+        def __post_init__(self) -> None:
+            one_of(self, "cell", Cell)
+            one_of(self, "style", Style)
+            one_of(self, "bridge", Bridge)
+            for field in ("hidden_size", "embed_dim", "layers"):
+                at_least(self, field, 1)
+            in_unit_interval(self, "dropout")
 
     def __init__(
         self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int, scorer: Any, posenc: Any = None
     ) -> None:
         super().__init__()
-        _check_choice("cell", cfg.cell, tuple(CELLS))
-        _check_choice("style", cfg.style, STYLES)
-        _check_choice("bridge", cfg.bridge, BRIDGES)
-        if cfg.layers < 1:
-            raise ValueError(f"rnn decoder needs layers >= 1, got layers={cfg.layers}")
         hidden = cfg.hidden_size
         self.cell, self.style, self.bridge_kind = cfg.cell, cfg.style, cfg.bridge
         self.layers, self.hidden_size = cfg.layers, hidden
@@ -92,14 +117,14 @@ class RNNDecoder(Decoder):
         self.summary = None if self.attends else nn.Linear(state_dim, memory_dim)
 
         self.target = TargetEmbedding(vocab_size, cfg.embed_dim, hidden, tie=cfg.tie_embeddings)
-        feed_dim = memory_dim if cfg.style == "bahdanau" else hidden  # c_t or h~_{t-1}
+        feed_dim = memory_dim if cfg.style == Style.bahdanau else hidden  # c_t or h~_{t-1}
         cell_class = CELLS[cfg.cell]
         self.cells = nn.ModuleList(
             cell_class(cfg.embed_dim + feed_dim if i == 0 else hidden, hidden) for i in range(cfg.layers)
         )
-        parts = 2 if cfg.cell == "lstm" else 1  # LSTM starts from h and c
-        self.bridge = nn.Linear(state_dim, parts * cfg.layers * hidden) if cfg.bridge == "learned" else None
-        if cfg.style == "bahdanau":
+        parts = 2 if cfg.cell == Cell.lstm else 1  # LSTM starts from h and c
+        self.bridge = nn.Linear(state_dim, parts * cfg.layers * hidden) if cfg.bridge == Bridge.learned else None
+        if cfg.style == Style.bahdanau:
             self.output = nn.Linear(hidden + memory_dim + cfg.embed_dim, hidden)  # W_o
         else:
             self.output = nn.Linear(memory_dim + hidden, hidden, bias=False)  # W_c
@@ -120,16 +145,16 @@ class RNNDecoder(Decoder):
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         batch = enc.state.shape[0]
-        parts = 2 if self.cell == "lstm" else 1
+        parts = 2 if self.cell == Cell.lstm else 1
         if self.bridge is not None:
             start = torch.tanh(self.bridge(enc.state)).view(batch, parts, self.layers, self.hidden_size)
         else:
             start = enc.memory.new_zeros(batch, parts, self.layers, self.hidden_size)
         keys = self.scorer.prepare_keys(self.keys(enc.memory)[:, None])  # (B, 1, S, ...): once per sentence
         cache = {"h": start[:, 0], "keys": keys}
-        if self.cell == "lstm":
+        if self.cell == Cell.lstm:
             cache["c"] = start[:, 1]
-        if self.style == "luong":
+        if self.style == Style.luong:
             cache["feed"] = enc.memory.new_zeros(batch, self.hidden_size)  # h~_0
         return cache
 
@@ -141,7 +166,7 @@ class RNNDecoder(Decoder):
     # ------------------------------------------------------------------ internals
     def _step(self, e: torch.Tensor, enc: EncoderOutput, cache: dict):
         """Embedded token e (B, E) -> (output vector (B, hidden), new cache, weights (B, S) or None)."""
-        if self.style == "bahdanau":
+        if self.style == Style.bahdanau:
             context, weights = self._context(cache["h"][:, -1], enc, cache)  # query: s_{t-1} of the top layer
             top, new_cache = self._recur(torch.cat([e, context], dim=-1), cache)
             out = torch.tanh(self.output(torch.cat([top, context, e], dim=-1)))
@@ -167,7 +192,7 @@ class RNNDecoder(Decoder):
         for i, cell in enumerate(self.cells):
             if i > 0:
                 x = self.dropout(x)
-            if self.cell == "lstm":
+            if self.cell == Cell.lstm:
                 h, c = cell(x, (cache["h"][:, i], cache["c"][:, i]))
                 cs.append(c)
             else:
@@ -179,7 +204,3 @@ class RNNDecoder(Decoder):
             new_cache["c"] = torch.stack(cs, dim=1)
         return x, new_cache
 
-
-def _check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"rnn decoder: unknown {field} '{value}'; choose one of: {', '.join(choices)}")

@@ -13,7 +13,7 @@ from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
 from zoo.nn.multihead import MultiHeadAttention
 from zoo.registry import build
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, check_layout, final_norm
+from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm
 
 
 class DecoderLayer(nn.Module):
@@ -81,7 +81,6 @@ class TransformerDecoder(Decoder):
         scorer: Any = "scaled_dot", posenc: Any = "sinusoidal",
     ) -> None:
         super().__init__()
-        check_layout(cfg, "decoder")
         scorer = {"name": scorer} if isinstance(scorer, str) else scorer
         posenc = {"name": posenc} if isinstance(posenc, str) else posenc
         d = cfg.d_model

@@ -28,8 +28,24 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import Choice, at_least, fraction, in_unit_interval, one_of, positive
 from zoo.contracts import Encoder, EncoderOutput
-from zoo.reservoir import Reservoir, reverse_padded
+from zoo.reservoir import ACTIVATIONS, Reservoir, reverse_padded
+
+#: The reservoir's nonlinearity f: one member per function :class:`zoo.reservoir.Reservoir` knows.
+ReservoirActivation = Choice("ReservoirActivation", [(name, name) for name in ACTIVATIONS], module=__name__)
+
+
+def check_reservoir_fields(cfg: EchoStateEncoder.Config | ExtremeLearningMachineEncoder.Config) -> None:
+    """The range checks the ``esn`` and ``elm`` configs share."""
+    for field in ("units", "layers", "readout_dim"):
+        at_least(cfg, field, 1)
+    fraction(cfg, "leak_rate", "1 means no leak")
+    at_least(cfg, "input_scaling", 0)
+    fraction(cfg, "input_connectivity")
+    at_least(cfg, "bias_scaling", 0)
+    one_of(cfg, "activation", ReservoirActivation)
+    in_unit_interval(cfg, "dropout")
 
 
 class ReservoirEncoder(Encoder):
@@ -58,11 +74,6 @@ class ReservoirEncoder(Encoder):
         bidirectional: bool,
     ) -> None:
         super().__init__()
-        if cfg.layers < 1 or cfg.units < 1 or cfg.readout_dim < 1:
-            raise ValueError(
-                f"a reservoir encoder needs layers, units and readout_dim >= 1, "
-                f"got layers={cfg.layers}, units={cfg.units}, readout_dim={cfg.readout_dim}"
-            )
         self.directions = 2 if bidirectional else 1
         self.layers = cfg.layers
         self.reservoirs = nn.ModuleList()
@@ -127,11 +138,16 @@ class EchoStateEncoder(ReservoirEncoder):
         connectivity: float = 0.1  # density of W
         input_connectivity: float = 1.0  # density of W_in
         bias_scaling: float = 0.2  # b uniform in [-bias_scaling, bias_scaling]
-        activation: str = "tanh"  # tanh | relu | sigmoid | identity
+        activation: ReservoirActivation = ReservoirActivation.tanh  # f in the state update; identity: a linear reservoir
         seed: int = 0  # reservoir k = layer * directions + direction is drawn from seed + k
         trainable_reservoir: bool = False  # make W_in, W, b Parameters (backprop through time) instead of buffers
         readout_dim: int = 256  # readout width = output_dim = state_dim
         dropout: float = 0.1  # on memory and state
+
+        def __post_init__(self) -> None:
+            check_reservoir_fields(self)
+            positive(self, "spectral_radius", "encoder=elm has no recurrence at all")
+            fraction(self, "connectivity")
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__(
@@ -155,11 +171,14 @@ class ExtremeLearningMachineEncoder(ReservoirEncoder):
         input_scaling: float = 1.0  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
         input_connectivity: float = 1.0  # density of W_in
         bias_scaling: float = 0.2  # b uniform in [-bias_scaling, bias_scaling]
-        activation: str = "tanh"  # tanh | relu | sigmoid | identity
+        activation: ReservoirActivation = ReservoirActivation.tanh  # f in the state update; identity: a linear reservoir
         seed: int = 0  # layer l is drawn from seed + l
         trainable_reservoir: bool = False  # make W_in, b Parameters instead of buffers
         readout_dim: int = 256  # readout width = output_dim = state_dim
         dropout: float = 0.1  # on memory and state
+
+        def __post_init__(self) -> None:
+            check_reservoir_fields(self)
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__(cfg, input_dim, spectral_radius=0.0, connectivity=1.0, bidirectional=False)

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo import register
+from zoo.config.checks import at_least, in_unit_interval
 from zoo.contracts import Encoder, EncoderOutput
 
 
@@ -47,10 +48,13 @@ class RecurrentEncoder(Encoder):
         bidirectional: bool = True  # also read the sentence right-to-left
         dropout: float = 0.1  # between stacked layers and on the outputs
 
+        def __post_init__(self) -> None:
+            at_least(self, "hidden_size", 1)
+            at_least(self, "layers", 1)
+            in_unit_interval(self, "dropout")
+
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__()
-        if cfg.layers < 1:
-            raise ValueError(f"a recurrent encoder needs layers >= 1, got layers={cfg.layers}")
         self.directions = 2 if cfg.bidirectional else 1
         self.layers = cfg.layers
         self.output_dim = cfg.hidden_size * self.directions

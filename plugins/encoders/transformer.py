@@ -10,7 +10,7 @@ from torch import nn
 from zoo import register
 from zoo.contracts import Encoder, EncoderOutput
 from zoo.nn.multihead import MultiHeadAttention
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, check_layout, final_norm
+from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm
 from zoo.registry import build
 
 
@@ -65,7 +65,6 @@ class TransformerEncoder(Encoder):
 
     def __init__(self, cfg: Config, input_dim: int, scorer: Any, posenc: Any = None) -> None:
         super().__init__()
-        check_layout(cfg, "encoder")
         self.posenc = None
         if posenc is not None:
             self.posenc = build("posenc", posenc, dim=cfg.d_model, heads=cfg.heads)

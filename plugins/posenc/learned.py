@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import at_least
 from zoo.contracts import PositionalEncoding
 
 
@@ -22,10 +23,11 @@ class LearnedPositionalEncoding(PositionalEncoding):
     class Config:
         max_len: int = 512  # number of positions with a trained vector
 
+        def __post_init__(self) -> None:
+            at_least(self, "max_len", 1)
+
     def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
         super().__init__()
-        if cfg.max_len < 1:
-            raise ValueError(f"posenc.max_len must be >= 1, got {cfg.max_len}")
         self.max_len = cfg.max_len
         self.embedding = nn.Embedding(cfg.max_len, dim)
         nn.init.normal_(self.embedding.weight, std=0.02)

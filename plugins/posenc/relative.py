@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import ConfigError, at_least
 from zoo.contracts import PositionalEncoding
 
 
@@ -49,15 +50,15 @@ class T5RelativeBias(PositionalEncoding):
         num_buckets: int = 32  # buckets of key-query offset (half per direction in the encoder)
         max_distance: int = 128  # offsets at least this far share the last bucket
 
+        def __post_init__(self) -> None:
+            at_least(self, "num_buckets", 4)
+            if self.num_buckets % 2:
+                raise ConfigError(f"num_buckets={self.num_buckets} must be even: half are for each direction")
+            at_least(self, "max_distance", self.num_buckets // 2 + 1,
+                     "the distances below num_buckets/2 already get one bucket each")
+
     def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
         super().__init__()
-        if cfg.num_buckets < 4 or cfg.num_buckets % 2 != 0:
-            raise ValueError(f"posenc.num_buckets must be even and >= 4, got {cfg.num_buckets}")
-        if cfg.max_distance <= cfg.num_buckets // 2:
-            raise ValueError(
-                f"posenc.max_distance={cfg.max_distance} must exceed num_buckets/2={cfg.num_buckets // 2}, "
-                "the distances that already get one bucket each"
-            )
         self.num_buckets, self.max_distance = cfg.num_buckets, cfg.max_distance
         self.embedding = nn.Embedding(cfg.num_buckets, heads)
         nn.init.normal_(self.embedding.weight, std=0.02)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from zoo import register
+from zoo.config.checks import above
 from zoo.contracts import PositionalEncoding
 
 
@@ -27,6 +28,9 @@ class RotaryPositionalEncoding(PositionalEncoding):
     @dataclass
     class Config:
         base: float = 10000.0  # theta_i = base^(-2i/head_dim)
+
+        def __post_init__(self) -> None:
+            above(self, "base", 1, "the rotation angles must slow down from channel to channel")
 
     def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
         super().__init__()

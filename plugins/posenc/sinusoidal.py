@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from zoo import register
+from zoo.config.checks import above
 from zoo.contracts import PositionalEncoding
 
 
@@ -23,10 +24,11 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
     class Config:
         base: float = 10000.0  # the longest wavelength is base * 2 * pi positions
 
+        def __post_init__(self) -> None:
+            above(self, "base", 1)
+
     def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
         super().__init__()
-        if cfg.base <= 1:
-            raise ValueError(f"posenc.base must be > 1, got {cfg.base}")
         self.dim = dim
         exponents = torch.arange(0, dim, 2, dtype=torch.float32) / dim  # 2i / D for i = 0 .. ceil(D/2)-1
         self.register_buffer("inv_freq", cfg.base ** -exponents, persistent=False)

@@ -5,6 +5,7 @@ from tokenizers import Tokenizer as HFPipeline
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from zoo import register
+from zoo.config.checks import at_least
 from zoo.contracts import SPECIAL_TOKENS
 from zoo.data.tokenization import HFTokenizer
 
@@ -29,6 +30,10 @@ class BPETokenizer(HFTokenizer):
         vocab_size: int = 8000  # total vocabulary, special tokens and characters included
         min_frequency: int = 2  # a pair must occur this often to be merged
         lowercase: bool = False  # lowercase text before splitting it
+
+        def __post_init__(self) -> None:
+            at_least(self, "vocab_size", len(SPECIAL_TOKENS) + 1, f"the {len(SPECIAL_TOKENS)} special tokens come first")
+            at_least(self, "min_frequency", 1)
 
     def pipeline(self) -> HFPipeline:
         pipeline = HFPipeline(models.BPE(unk_token="<unk>"))

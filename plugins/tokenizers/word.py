@@ -5,6 +5,7 @@ from tokenizers import Tokenizer as HFPipeline
 from tokenizers import models, pre_tokenizers, trainers
 
 from zoo import register
+from zoo.config.checks import at_least
 from zoo.contracts import SPECIAL_TOKENS
 from zoo.data.tokenization import HFTokenizer
 
@@ -24,6 +25,9 @@ class WordTokenizer(HFTokenizer):
     class Config:
         min_frequency: int = 1  # words seen fewer times in training become <unk>
         lowercase: bool = False  # lowercase text before splitting it
+
+        def __post_init__(self) -> None:
+            at_least(self, "min_frequency", 1)
 
     def pipeline(self) -> HFPipeline:
         pipeline = HFPipeline(models.WordLevel(unk_token="<unk>"))

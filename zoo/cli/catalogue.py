@@ -1,7 +1,12 @@
-"""``zoo list``: every registered component with its config fields."""
+"""``zoo list``: every registered component with its config fields, their allowed values and comments."""
 from __future__ import annotations
 
 import argparse
+
+from zoo.registry.entries import FieldInfo
+
+# Comments of one component start in the same column, unless a field is wider than this.
+ALIGN_AT_MOST = 48
 
 
 def run(args: list[str], description: str) -> None:
@@ -15,15 +20,30 @@ def run(args: list[str], description: str) -> None:
     discover()
     if opts.kind and opts.kind not in registry.KIND_NAMES:
         raise registry.RegistryError(f"unknown kind '{opts.kind}'; kinds are: {', '.join(registry.KIND_NAMES)}")
-    for kind in registry.KIND_NAMES:
-        if opts.kind and kind != opts.kind:
+    for kind in registry.KINDS:
+        if opts.kind and kind.name != opts.kind:
             continue
-        shown = [e for e in registry.entries(kind) if opts.filter in e.name]
+        shown = [e for e in registry.entries(kind.name) if opts.filter in e.name]
         if not shown:
             continue
-        print(f"{kind}:")
+        print(f"{kind.name}: {kind.role}")
         for entry in shown:
             print(f"  {entry.name:<12} {entry.description}  [{entry.module}]")
-            for field, type_name, default in entry.fields():
-                print(f"      {field}: {type_name} = {default!r}")
+            for line in field_lines(entry.fields()):
+                print(line)
         print()
+
+
+def field_lines(fields: list[FieldInfo]) -> list[str]:
+    """``name: type = default  {choices}  # comment`` per field, comments aligned where that stays short."""
+    heads = []
+    for field in fields:
+        head = f"{field.name}: {field.type_name} = {field.default!r}"
+        if field.choices:
+            head += f"  {{{', '.join(field.choices)}}}"
+        heads.append(head)
+    width = max((len(h) for h in heads if len(h) <= ALIGN_AT_MOST), default=0)
+    return [
+        f"      {head:<{width}}  # {field.comment}" if field.comment else f"      {head}"
+        for head, field in zip(heads, fields)
+    ]

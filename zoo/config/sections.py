@@ -1,8 +1,16 @@
-"""The typed sections of the config that are not plugins: data, model, optim, trainer, decode, logger."""
+"""The typed sections of the config that are not plugins: data, model, optim, trainer, decode, logger.
+
+Each ``__post_init__`` checks its ranges (:mod:`zoo.config.checks`); OmegaConf does not
+call it while composing, :func:`zoo.config.validate.validate` does before a run starts.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from zoo.config.checks import Choice, ConfigError, at_least, fraction, in_unit_interval, one_of, positive
+from zoo.decoding import LengthPenalty, Strategy
+from zoo.training.schedule import Schedule
 
 
 @dataclass
@@ -10,7 +18,12 @@ class DataConfig:
     max_tokens: int = 1024  # token budget of a batch: batch size x longest padded sequence
     max_len: int = 128  # training pairs with more tokens on either side are skipped
     joint_vocab: bool = False  # one tokenizer trained on source and target text together
-    num_workers: int = 0
+    num_workers: int = 0  # data loader worker processes (0: load in the training process)
+
+    def __post_init__(self) -> None:
+        at_least(self, "max_tokens", 1)
+        at_least(self, "max_len", 1)
+        at_least(self, "num_workers", 0)
 
 
 @dataclass
@@ -22,12 +35,21 @@ class ModelConfig:
 
 @dataclass
 class OptimConfig:
-    lr: float = 2e-3
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.98)
-    warmup_steps: int = 100
-    schedule: str = "inverse_sqrt"  # inverse_sqrt | cosine | constant (all after linear warmup)
-    label_smoothing: float = 0.1
+    lr: float = 2e-3  # peak learning rate of AdamW, reached at the end of the warmup
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
+    betas: tuple[float, float] = (0.9, 0.98)  # AdamW's moment decay rates, each in [0, 1)
+    warmup_steps: int = 100  # optimiser steps of linear warmup from 0 to lr
+    schedule: Schedule = Schedule.inverse_sqrt  # after the warmup: inverse_sqrt | cosine (to zero) | constant
+    label_smoothing: float = 0.1  # probability mass spread over the other tokens (Szegedy et al., 2016)
+
+    def __post_init__(self) -> None:
+        positive(self, "lr")
+        at_least(self, "weight_decay", 0)
+        if len(self.betas) != 2 or not all(0 <= beta < 1 for beta in self.betas):
+            raise ConfigError(f"betas={list(self.betas)} must be two numbers in [0, 1), e.g. [0.9, 0.98]")
+        at_least(self, "warmup_steps", 0)
+        one_of(self, "schedule", Schedule)
+        in_unit_interval(self, "label_smoothing")
 
 
 @dataclass
@@ -35,13 +57,13 @@ class TrainerConfig:
     """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience`` and ``cpu_threads``."""
 
     max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
-    max_steps: int = -1
+    max_steps: int = -1  # -1: no limit; otherwise training stops after this many optimiser steps
     max_time: Optional[str] = None  # "DD:HH:MM:SS"
     accelerator: str = "cpu"
     devices: Any = 1
     strategy: str = "auto"
     precision: str = "32-true"
-    gradient_clip_val: float = 1.0
+    gradient_clip_val: float = 1.0  # clip the gradient norm to this (0: no clipping)
     patience: int = 5  # early stopping on validation BLEU, in validation rounds
     val_check_interval: float = 1.0
     check_val_every_n_epoch: int = 1
@@ -54,22 +76,60 @@ class TrainerConfig:
     # more, and threads that must share their cores with other work slow down sharply.
     cpu_threads: int = 1
 
+    def __post_init__(self) -> None:
+        if self.max_steps == -1:
+            at_least(self, "max_epochs", 1, "to stop after a number of optimiser steps instead, set max_steps")
+        else:
+            at_least(self, "max_steps", 1, "or -1 for no limit")
+        at_least(self, "gradient_clip_val", 0)
+        at_least(self, "patience", 1)
+        positive(self, "val_check_interval")
+        at_least(self, "check_val_every_n_epoch", 1)
+        positive(self, "limit_train_batches")
+        at_least(self, "limit_val_batches", 0)
+        at_least(self, "limit_test_batches", 0)
+        at_least(self, "log_every_n_steps", 1)
+        at_least(self, "cpu_threads", 0, "0 leaves torch's default")
+
 
 @dataclass
 class DecodeConfig:
-    strategy: str = "greedy"  # greedy | beam | sample (validation is always greedy)
-    beam_size: int = 5
-    length_penalty: str = "gnmt"  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
-    alpha: float = 0.6
+    strategy: Strategy = Strategy.greedy  # greedy | beam | sample (validation is always greedy)
+    beam_size: int = 5  # hypotheses kept per sentence by beam search; 1 is greedy search
+    length_penalty: LengthPenalty = LengthPenalty.gnmt  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
+    alpha: float = 0.6  # gnmt length penalty exponent; 0 ranks by the summed log-probability
     max_len_ratio: float = 1.5  # max output length = ratio * source length + offset
     max_len_offset: int = 10
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
+    temperature: float = 1.0  # sampling: logits are divided by it
+    top_k: int = 0  # sampling: keep the k most probable tokens (0: all)
+    top_p: float = 1.0  # sampling: keep the smallest set of tokens with this much probability (1: all)
+
+    def __post_init__(self) -> None:
+        one_of(self, "strategy", Strategy)
+        at_least(self, "beam_size", 1, "1 is greedy search")
+        one_of(self, "length_penalty", LengthPenalty)
+        at_least(self, "alpha", 0)
+        positive(self, "max_len_ratio")
+        at_least(self, "max_len_offset", 0)
+        positive(self, "temperature", "for deterministic output use strategy=greedy")
+        at_least(self, "top_k", 0, "0 keeps every token")
+        fraction(self, "top_p", "1 keeps every token")
+
+
+class WandbMode(Choice):
+    """Where Weights & Biases sends a run."""
+
+    online = "online"
+    offline = "offline"
+    shared = "shared"
+    disabled = "disabled"
 
 
 @dataclass
 class LoggerConfig:
     wandb: bool = False  # CSV is always written; this adds Weights & Biases
     project: str = "zoo"
-    mode: Optional[str] = None  # None: $WANDB_MODE if set, else offline
+    mode: Optional[WandbMode] = None  # online | offline | shared | disabled; None: $WANDB_MODE if set, else offline
+
+    def __post_init__(self) -> None:
+        one_of(self, "mode", WandbMode)

@@ -1,8 +1,45 @@
-"""Check a composed config before any data loads or anything trains."""
+"""Check a composed config before any data loads or anything trains.
+
+Composition has already rejected unknown fields, wrong types and unknown choices.
+What is left are ranges, which live in each section's ``__post_init__``: OmegaConf
+never calls it, so this builds every section's dataclass once from the composed
+values and reports the first bad one as ``section.field=value must be ...``.
+"""
 from __future__ import annotations
 
-from omegaconf import DictConfig
+import dataclasses
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.config.checks import ConfigError, at_least, between
+from zoo.config.schema import ZooConfig
+from zoo.registry import GROUP_KINDS, get
+
+#: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
+PLAIN_SECTIONS: dict[str, type] = {
+    f.name: f.type for f in dataclasses.fields(ZooConfig) if isinstance(f.type, type) and dataclasses.is_dataclass(f.type)
+}
 
 
 def validate(cfg: DictConfig) -> None:
-    """Raise a one-line :class:`~zoo.errors.ZooError` naming the field when an option is out of range."""
+    """Raise a one-line :class:`ConfigError` naming the section and field when an option is out of range."""
+    for section, config_cls in PLAIN_SECTIONS.items():
+        _build(section, config_cls, _values(cfg[section]))
+    for kind in GROUP_KINDS:
+        values = _values(cfg[kind.name])
+        _build(kind.name, get(kind.name, values.pop("name")).cls.Config, values)
+    at_least(cfg, "samples", 0)
+    between(cfg, "seed", 0, 2**32 - 1)
+
+
+def _values(section: DictConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(section, resolve=True)
+
+
+def _build(section: str, config_cls: type, values: dict[str, Any]) -> None:
+    """Construct ``config_cls`` (running its ``__post_init__`` checks); an error names the section."""
+    try:
+        config_cls(**values)
+    except ConfigError as error:
+        raise ConfigError(f"{section}.{error}") from None

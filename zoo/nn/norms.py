@@ -1,15 +1,22 @@
 """Normalisation layers for Transformer blocks: LayerNorm, RMSNorm and Dynamic Tanh.
 
 Every layer maps (..., D) -> (..., D) and normalises (or squashes) the last axis.
-Pick one by name with :func:`make_norm`.
+Pick one with :func:`make_norm`.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-#: The names :func:`make_norm` accepts.
-NORMS = ("layernorm", "rmsnorm", "dyt")
+from zoo.config.checks import Choice
+
+
+class Norm(Choice):
+    """The normalisation layers :func:`make_norm` builds."""
+
+    layernorm = "layernorm"
+    rmsnorm = "rmsnorm"
+    dyt = "dyt"
 
 
 class DynamicTanh(nn.Module):
@@ -30,16 +37,15 @@ class DynamicTanh(nn.Module):
         return self.gamma * torch.tanh(self.alpha * x) + self.beta
 
 
-def make_norm(kind: str, dim: int) -> nn.Module:
+def make_norm(kind: Norm | str, dim: int) -> nn.Module:
     """A normalisation layer over the last axis of size ``dim``.
 
     ``layernorm``: Ba et al. (2016); ``rmsnorm``: Zhang & Sennrich (2019), rescales by
     the root mean square without centring; ``dyt``: :class:`DynamicTanh`.
     """
-    if kind == "layernorm":
+    kind = Norm.parse(kind, "norm")
+    if kind is Norm.layernorm:
         return nn.LayerNorm(dim)
-    if kind == "rmsnorm":
+    if kind is Norm.rmsnorm:
         return nn.RMSNorm(dim, eps=1e-6)
-    if kind == "dyt":
-        return DynamicTanh(dim)
-    raise ValueError(f"unknown norm '{kind}'; choose one of: {', '.join(NORMS)}")
+    return DynamicTanh(dim)

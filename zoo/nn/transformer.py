@@ -11,10 +11,25 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo.nn.norms import NORMS, make_norm
+from zoo.config.checks import Choice, at_least, in_unit_interval, multiple_of, one_of
+from zoo.nn.norms import Norm, make_norm
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
-NORM_POSITIONS = ("pre", "post")
+
+class Activation(Choice):
+    """The feed-forward sublayer's nonlinearity."""
+
+    relu = "relu"
+    gelu = "gelu"
+
+
+class NormPosition(Choice):
+    """Where a block normalises: before each sublayer (``pre``) or after the residual sum (``post``)."""
+
+    pre = "pre"
+    post = "post"
+
+
+ACTIVATIONS = {Activation.relu: nn.ReLU, Activation.gelu: nn.GELU}
 
 
 @dataclass
@@ -25,30 +40,21 @@ class TransformerLayout:
     d_model: int = 256  # width of every block
     heads: int = 4  # attention heads per block; must divide d_model
     ff_dim: int = 1024  # hidden width of the feed-forward sublayer
-    activation: str = "relu"  # relu | gelu (Hendrycks & Gimpel, 2016)
+    activation: Activation = Activation.relu  # of the feed-forward sublayer; gelu: Hendrycks & Gimpel (2016)
     dropout: float = 0.1  # on every sublayer output, inside the feed-forward sublayer and on decoder embeddings
     attention_dropout: float = 0.0  # on the attention weights
-    norm_position: str = "pre"  # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
-    norm: str = "layernorm"  # layernorm | rmsnorm | dyt (Dynamic Tanh, Zhu et al., 2025)
+    norm_position: NormPosition = NormPosition.pre  # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
+    norm: Norm = Norm.layernorm  # layernorm (Ba et al., 2016) | rmsnorm (Zhang & Sennrich, 2019) | dyt: Dynamic Tanh (Zhu et al., 2025)
 
-
-def check_layout(cfg: TransformerLayout, what: str) -> None:
-    """Reject impossible or misspelt layout choices with one clear line each."""
-    if cfg.layers < 1:
-        raise ValueError(f"{what}.layers must be >= 1, got {cfg.layers}")
-    if cfg.d_model < 1 or cfg.heads < 1 or cfg.d_model % cfg.heads != 0:
-        raise ValueError(f"{what}.d_model={cfg.d_model} must be a positive multiple of {what}.heads={cfg.heads}")
-    if cfg.ff_dim < 1:
-        raise ValueError(f"{what}.ff_dim must be >= 1, got {cfg.ff_dim}")
-    if cfg.activation not in ACTIVATIONS:
-        raise ValueError(f"{what}.activation='{cfg.activation}' is unknown; choose one of: {', '.join(ACTIVATIONS)}")
-    if cfg.norm_position not in NORM_POSITIONS:
-        raise ValueError(f"{what}.norm_position='{cfg.norm_position}' is unknown; choose pre or post")
-    if cfg.norm not in NORMS:
-        raise ValueError(f"{what}.norm='{cfg.norm}' is unknown; choose one of: {', '.join(NORMS)}")
-    for name in ("dropout", "attention_dropout"):
-        if not 0.0 <= getattr(cfg, name) < 1.0:
-            raise ValueError(f"{what}.{name} must be in [0, 1), got {getattr(cfg, name)}")
+    def __post_init__(self) -> None:
+        for field in ("layers", "d_model", "heads", "ff_dim"):
+            at_least(self, field, 1)
+        multiple_of(self, "d_model", "heads", "choose heads that divide d_model")
+        in_unit_interval(self, "dropout")
+        in_unit_interval(self, "attention_dropout")
+        one_of(self, "activation", Activation)
+        one_of(self, "norm_position", NormPosition)
+        one_of(self, "norm", Norm)
 
 
 class Residual(nn.Module):
@@ -60,7 +66,7 @@ class Residual(nn.Module):
 
     def __init__(self, cfg: TransformerLayout) -> None:
         super().__init__()
-        self.pre = cfg.norm_position == "pre"
+        self.pre = cfg.norm_position == NormPosition.pre
         self.norm = make_norm(cfg.norm, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -88,4 +94,4 @@ class FeedForward(nn.Sequential):
 
 def final_norm(cfg: TransformerLayout) -> nn.Module:
     """Pre-norm stacks end with one more norm (their residual stream is never normalised); post-norm needs none."""
-    return make_norm(cfg.norm, cfg.d_model) if cfg.norm_position == "pre" else nn.Identity()
+    return make_norm(cfg.norm, cfg.d_model) if cfg.norm_position == NormPosition.pre else nn.Identity()

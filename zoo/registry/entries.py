@@ -7,9 +7,16 @@ anything trains.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import inspect
+import io
+import tokenize
+import typing
 from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from hydra.core.config_store import ConfigStore
@@ -23,6 +30,17 @@ class RegistryError(ZooError, ValueError):
 
 
 @dataclass(frozen=True)
+class FieldInfo:
+    """One config field as ``zoo list`` shows it."""
+
+    name: str
+    type_name: str
+    default: Any  # as a config spells it: an Enum member becomes its value; "???" when required
+    choices: tuple[str, ...] | None  # the allowed values of an Enum field, else None
+    comment: str  # the ``# ...`` text after the field on its line in the dataclass source, or ""
+
+
+@dataclass(frozen=True)
 class Entry:
     """What the registry knows about one component."""
 
@@ -33,8 +51,9 @@ class Entry:
     module: str
     description: str
 
-    def fields(self) -> list[tuple[str, str, Any]]:
-        """(name, type, default) of every config field except the ``name`` tag."""
+    def fields(self) -> list[FieldInfo]:
+        """Every config field except the ``name`` tag, with its allowed values and comment."""
+        hints = _type_hints(self.config_cls)
         rows = []
         for f in dataclasses.fields(self.config_cls):
             if f.name == "name":
@@ -45,7 +64,15 @@ class Entry:
                 default = f.default_factory()
             else:
                 default = "???"
-            rows.append((f.name, _type_name(f.type), default))
+            rows.append(
+                FieldInfo(
+                    f.name,
+                    _type_name(f.type),
+                    default.value if isinstance(default, Enum) else default,
+                    _choices(hints.get(f.name)),
+                    _field_comment(self.config_cls, f.name),
+                )
+            )
         return rows
 
 
@@ -54,6 +81,54 @@ _ENTRIES: dict[tuple[str, str], Entry] = {}
 
 def _type_name(tp: Any) -> str:
     return tp if isinstance(tp, str) else getattr(tp, "__name__", str(tp))
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    """The field types of ``cls`` with string annotations resolved; {} where they cannot be."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # a plugin's annotation may name something only a type checker sees
+        return {}
+
+
+def _choices(tp: Any) -> tuple[str, ...] | None:
+    """The member names of an Enum type, or of the Enum inside ``Optional[...]``; None for other types."""
+    for candidate in (tp, *typing.get_args(tp)):
+        if isinstance(candidate, type) and issubclass(candidate, Enum):
+            return tuple(candidate.__members__)
+    return None
+
+
+def _field_comment(cls: type, field: str) -> str:
+    """The comment after ``field`` in the source of the class that declares it (a base class for inherited fields)."""
+    for klass in cls.__mro__:
+        if field in vars(klass).get("__annotations__", {}):
+            return _declared_comments(klass).get(field, "")
+    return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_comments(klass: type) -> dict[str, str]:
+    """Field name -> the ``# ...`` text on the line where ``klass`` declares it ({} without source)."""
+    try:
+        source = Path(inspect.getsourcefile(klass)).read_text()
+    except (TypeError, OSError):  # built at runtime (make_dataclass) or no file
+        return {}
+    node: Any = ast.parse(source)
+    for name in klass.__qualname__.split("."):  # down to a nested class such as Encoder.Config
+        node = next((n for n in node.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if node is None:  # e.g. a class defined inside a function
+            return {}
+    comments = {
+        token.start[0]: token.string.lstrip("#").strip()
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    }
+    return {
+        statement.target.id: comments[statement.lineno]
+        for statement in node.body
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.lineno in comments
+    }
 
 
 def _tagged_config(kind: str, name: str, cls: type) -> type:

@@ -3,24 +3,30 @@ from __future__ import annotations
 
 import math
 
+from zoo.config.checks import Choice
 
-SCHEDULES = ("inverse_sqrt", "cosine", "constant")
+
+class Schedule(Choice):
+    """What follows the linear warmup."""
+
+    inverse_sqrt = "inverse_sqrt"  # Vaswani et al. (2017)
+    cosine = "cosine"  # to zero at the last step (Loshchilov & Hutter, 2017)
+    constant = "constant"
 
 
-def warmup_then_decay(schedule: str, warmup_steps: int, total_steps: int):
+def warmup_then_decay(schedule: Schedule | str, warmup_steps: int, total_steps: int):
     """lr multiplier per optimiser step: linear warmup, then inverse-sqrt (Vaswani et al. 2017),
     cosine to zero (Loshchilov & Hutter 2017) or constant."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown optim.schedule '{schedule}'; choose one of {', '.join(SCHEDULES)}")
+    schedule = Schedule.parse(schedule, "optim.schedule")
     warmup = max(1, warmup_steps)
 
     def factor(step: int) -> float:
         step += 1
         if step < warmup:
             return step / warmup
-        if schedule == "inverse_sqrt":
+        if schedule is Schedule.inverse_sqrt:
             return math.sqrt(warmup / step)
-        if schedule == "cosine":
+        if schedule is Schedule.cosine:
             progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
             return 0.5 * (1 + math.cos(math.pi * progress))
         return 1.0

@@ -1,0 +1,46 @@
+"""``zoo list``: each field's allowed values and comment, and each kind's role, in a real subprocess."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import run_zoo
+from zoo import registry
+from zoo.registry.discovery import discover
+from zoo.registry.kinds import KINDS
+
+
+@pytest.fixture(scope="module")
+def listing(tmp_path_factory) -> list[str]:
+    return run_zoo("list", cwd=tmp_path_factory.mktemp("list")).stdout.splitlines()
+
+
+def field_line(listing: list[str], kind: str, component: str, field: str) -> str:
+    """The line of ``field`` in the listing of ``kind`` ``component``, stripped."""
+    start = next(i for i, line in enumerate(listing) if line.startswith(f"{kind}: "))
+    start = next(i for i in range(start, len(listing)) if listing[i].startswith(f"  {component} "))
+    return next(line.strip() for line in listing[start + 1:] if line.strip().startswith(f"{field}:"))
+
+
+def test_a_choice_field_shows_its_allowed_values(listing):
+    line = field_line(listing, "decoder", "rnn", "cell")
+    assert re.fullmatch(r"cell: Cell = 'gru'  \{gru, lstm, rnn\} +# recurrent cell; rnn: Elman, tanh", line)
+
+
+def test_a_field_shows_the_comment_from_its_line_even_when_inherited(listing):
+    temperature = field_line(listing, "attention", "cosine", "temperature")
+    assert re.fullmatch(r"temperature: float = 10\.0 +# initial tau; cosine scores lie in \[-tau, tau\]", temperature)
+    norm = field_line(listing, "decoder", "transformer", "norm")  # declared in zoo.nn.transformer.TransformerLayout
+    assert re.match(r"norm: Norm = 'layernorm'  \{layernorm, rmsnorm, dyt\} +# layernorm \(Ba et al\., 2016\) \|", norm)
+
+
+def test_each_kind_is_headed_by_its_role(listing):
+    discover()
+    for kind in KINDS:
+        assert (f"{kind.name}: {kind.role}" in listing) == bool(registry.names(kind.name))
+
+
+def test_filter_keeps_only_matching_names(tmp_path):
+    out = run_zoo("list", "attention", "--filter", "dot", cwd=tmp_path).stdout
+    assert out.startswith("attention: ") and "  dot " in out and "  scaled_dot " in out and "additive" not in out

@@ -1,0 +1,90 @@
+"""Checks of config values, called from a config dataclass's ``__post_init__``.
+
+OmegaConf rejects unknown fields, wrong types and (through :class:`Choice` fields)
+unknown options while it composes the config; ranges are the dataclasses' own
+business. Each helper reads one field and raises :class:`ConfigError` whose
+message starts with the field, so :func:`zoo.config.validate.validate` can prefix
+the section (``decode.beam_size=0 must be >= 1``). The same checks run when a
+component is built from Python, since ``registry.build`` constructs its Config.
+A field left at None (an Optional not set) passes every range check.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Callable
+
+from zoo.errors import ZooError
+
+
+class ConfigError(ZooError, ValueError):
+    """A config value outside its allowed range or set; the message names the field and what is allowed."""
+
+
+class Choice(str, Enum):
+    """Base of every fixed set of string options.
+
+    Subclasses spell each member's value as its name (``rmsnorm = "rmsnorm"``), so a
+    config or command line writes the same word as a plain string would; being a str,
+    a member also equals that word (``cfg.norm == "rmsnorm"``) and prints as it.
+    """
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: Any, field: str) -> Choice:
+        """``value`` (a member or its plain-string spelling) as a member; anything else names the choices."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigError(f"{field}={value!r} must be one of: {', '.join(m.value for m in cls)}") from None
+
+
+def one_of(cfg: Any, field: str, choices: type[Choice]) -> None:
+    """Store ``cfg.field`` as a member of ``choices`` (a plain string from Python code is converted)."""
+    value = getattr(cfg, field)
+    if value is not None:
+        setattr(cfg, field, choices.parse(value, field))
+
+
+def _check(cfg: Any, field: str, ok: Callable[[Any], bool], allowed: str, hint: str) -> None:
+    value = getattr(cfg, field)
+    if value is not None and not ok(value):
+        raise ConfigError(f"{field}={value!r} must be {allowed}" + (f"; {hint}" if hint else ""))
+
+
+def at_least(cfg: Any, field: str, low: float, hint: str = "") -> None:
+    """``cfg.field >= low``."""
+    _check(cfg, field, lambda v: v >= low, f">= {low}", hint)
+
+
+def above(cfg: Any, field: str, low: float, hint: str = "") -> None:
+    """``cfg.field > low``."""
+    _check(cfg, field, lambda v: v > low, f"> {low}", hint)
+
+
+def positive(cfg: Any, field: str, hint: str = "") -> None:
+    """``cfg.field > 0``."""
+    above(cfg, field, 0, hint)
+
+
+def between(cfg: Any, field: str, low: float, high: float, hint: str = "") -> None:
+    """``low <= cfg.field <= high``."""
+    _check(cfg, field, lambda v: low <= v <= high, f"in [{low}, {high}]", hint)
+
+
+def in_unit_interval(cfg: Any, field: str, hint: str = "") -> None:
+    """``0 <= cfg.field < 1``: a dropout rate, a smoothing mass, a momentum."""
+    _check(cfg, field, lambda v: 0 <= v < 1, "in [0, 1)", hint)
+
+
+def fraction(cfg: Any, field: str, hint: str = "") -> None:
+    """``0 < cfg.field <= 1``: a density, a probability mass that must keep something."""
+    _check(cfg, field, lambda v: 0 < v <= 1, "in (0, 1]", hint)
+
+
+def multiple_of(cfg: Any, field: str, divisor_field: str, hint: str = "") -> None:
+    """``cfg.field`` is a multiple of ``cfg.divisor_field`` (check the divisor is >= 1 first)."""
+    divisor = getattr(cfg, divisor_field)
+    if divisor is not None:
+        _check(cfg, field, lambda v: v % divisor == 0, f"a multiple of {divisor_field}={divisor}", hint)
