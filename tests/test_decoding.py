@@ -193,9 +193,10 @@ def test_length_normalised_values():
 def test_a_padded_batch_decodes_like_one_sentence_at_a_time(strategy):
     model = random_model(seed=5, eos_bias=0.5)
     sentences = [[9, A, B_], [1], [2, C, C, C, C, C], [4, D]]
-    cfg = DecodeConfig(strategy=strategy, beam_size=3, max_len_ratio=1.0, max_len_offset=1)
-    together = generate(model, src(*sentences), cfg)
-    alone = [generate(model, src(s), cfg)[0] for s in sentences]
+    cfg = DecodeConfig(strategy=strategy, beam_size=3)
+    batch = src(*sentences)
+    together = generate(model, batch, cfg, max_len=max_output_len(batch != PAD, 1.0, 1))
+    alone = [generate(model, src(s), cfg, max_len=len(s) + 1)[0] for s in sentences]
     assert together == alone
     for sentence, hyp in zip(sentences, together):
         assert len(hyp) <= len(sentence) + 1
@@ -213,15 +214,15 @@ def test_max_output_len_from_mask_or_lengths():
 def test_generate_dispatches_and_rejects_unknown_strategies():
     model = model_from_rows({BOS: row(a=0.6, b=0.4), A: row(eos=0.4, c=0.32, d=0.28), B_: row(eos=0.9)})
     source = src([A, C])
-    assert generate(model, source, DecodeConfig(strategy="greedy")) == [[A]]
-    assert generate(model, source, {"strategy": "beam", "beam_size": 2}) == [[B_]]
-    assert generate(model, source, DecodeConfig(strategy="sample", top_k=1)) == [[A]]
+    assert generate(model, source, DecodeConfig(strategy="greedy"), max_len=5) == [[A]]
+    assert generate(model, source, {"strategy": "beam", "beam_size": 2}, max_len=5) == [[B_]]
+    assert generate(model, source, DecodeConfig(strategy="sample", top_k=1), max_len=5) == [[A]]
     with pytest.raises(ConfigError, match="strategy='viterbi' must be one of: greedy, beam, sample"):
-        generate(model, source, {"strategy": "viterbi"})
+        generate(model, source, {"strategy": "viterbi"}, max_len=5)
     with pytest.raises(ConfigError, match="beam_size=0 must be >= 1"):
-        generate(model, source, DecodeConfig(strategy="beam", beam_size=0))
+        generate(model, source, DecodeConfig(strategy="beam", beam_size=0), max_len=5)
     with pytest.raises(DecodingError, match="no field"):
-        generate(model, source, {"strategy": "beam", "beams": 2})
+        generate(model, source, {"strategy": "beam", "beams": 2}, max_len=5)
 
 
 def test_bad_max_len_is_rejected():
@@ -311,6 +312,6 @@ def test_real_model_beam_and_greedy(decoder):
     assert len(beams) == 3
     for hyp, m in zip(beams, max_len.tolist()):
         assert len(hyp) <= m and all(4 <= t < 13 or t == UNK for t in hyp)
-    assert generate(model, source, DecodeConfig(strategy="beam", beam_size=2))[1] == beam_search(
-        model, source[1:2, :2], beam_size=2, max_len=max_output_len(torch.tensor([2]), 1.5, 10)
+    assert generate(model, source, DecodeConfig(strategy="beam", beam_size=2), max_len=max_len)[1] == beam_search(
+        model, source[1:2, :2], beam_size=2, max_len=3
     )[0]

@@ -68,3 +68,26 @@ def test_shared_embeddings_need_a_joint_vocabulary():
     cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
     with pytest.raises(AssemblyError, match="joint_vocab"):
         Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
+
+
+def test_one_setting_sizes_a_transformer(caplog):
+    cfg = config("transformer", "transformer", attention="scaled_dot", d_model=24)
+    cfg["frontend"]["dim"] = None
+    cfg["decoder"]["d_model"] = None
+    model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
+    assert model.frontend.output_dim == model.encoder.output_dim == model.decoder.target.embedding.embedding_dim == 24
+    assert isinstance(model.encoder.input_proj, torch.nn.Identity)
+    assert "linear map" not in caplog.text
+
+
+def test_a_projection_nobody_asked_for_is_logged(caplog):
+    cfg = config("transformer", "transformer", attention="scaled_dot", d_model=24)  # frontend.dim=16
+    with caplog.at_level("INFO"):
+        model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
+    assert isinstance(model.encoder.input_proj, torch.nn.Linear)
+    assert "16-wide inputs to d_model=24" in caplog.text
+
+
+def test_a_frontend_for_another_kind_of_source_is_refused():
+    with pytest.raises(AssemblyError, match="frontend 'tokens' reads tokens sources but the task gives image"):
+        Seq2Seq(config(), SourceDescription("image", channels=3, height=8, width=8), 30)

@@ -5,6 +5,7 @@ import logging
 import pytest
 
 from zoo import registry
+from zoo.config.checks import ConfigError
 
 from zoo.registry import discovery
 from zoo_plugins.datasets.parallel import CorpusError
@@ -122,7 +123,10 @@ def test_malformed_tsv_line_names_file_and_line(tmp_path):
         splits(tmp_path)
 
 
-@pytest.mark.parametrize("overrides, message", [({"format": "csv"}, "format='csv' is unknown"), ({"limit": -1}, "limit")])
+@pytest.mark.parametrize("overrides, message", [
+    ({"format": "csv"}, "format='csv' must be one of: auto, files, tsv"),
+    ({"limit": -1}, "limit=-1 must be >= 0; 0 keeps every pair"),
+])
 def test_bad_settings(tmp_path, overrides, message):
-    with pytest.raises(CorpusError, match=message):
+    with pytest.raises(ConfigError, match=message):
         splits(corpus(tmp_path), **overrides)

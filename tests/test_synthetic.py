@@ -4,6 +4,7 @@ import random
 import pytest
 
 from zoo import registry
+from zoo.config.checks import ConfigError
 
 from zoo.registry import discovery
 from zoo_plugins.datasets.synthetic import (
@@ -135,14 +136,14 @@ def test_long_sentences_are_reachable():
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"min_words": 10, "max_words": 5}, "max_words=5 < min_words=10"),
-        ({"min_words": 1}, "too small"),
-        ({"val_size": 0}, "at least 1"),
-        ({"length_split": True, "test_min_words": 99}, "length_split"),
+        ({"min_words": 10, "max_words": 5}, "max_words=5 must be >= 10; raise max_words"),
+        ({"min_words": 1}, "min_words=1 must be >= 2; the shortest sentence has 2 words"),
+        ({"val_size": 0}, "val_size=0 must be >= 1"),
+        ({"length_split": True, "test_min_words": 99}, "length_split needs"),
     ],
 )
 def test_inconsistent_settings_are_rejected(overrides, message):
-    with pytest.raises(SyntheticDataError, match=message):
+    with pytest.raises(ConfigError, match=message):
         splits(**overrides)
 
 

@@ -333,21 +333,18 @@ def generate(
     source: torch.Tensor,
     decode_cfg: DecodeConfig | Mapping[str, Any] | None = None,
     *,
-    max_len: int | torch.Tensor | None = None,
+    max_len: int | torch.Tensor,
     generator: torch.Generator | None = None,
 ) -> list[list[int]]:
-    """Decode ``source`` (B, S) with the strategy and options of a :class:`~zoo.config.DecodeConfig`
+    """Decode a source batch with the strategy and options of a :class:`~zoo.config.sections.DecodeConfig`
     (or a mapping with its fields; ``None`` means the defaults).
 
-    Each sentence may produce ``max_len_ratio * source_length + max_len_offset`` ids,
-    the source length being the number of real positions in the encoder's mask.
+    ``max_len`` bounds each output (see the module notes); the task says what it is
+    (:meth:`zoo.contracts.Task.output_limit`), since only it knows how long an output may be.
     """
     cfg = _as_decode_config(decode_cfg)
     enc = model.encode(source)
-    if max_len is None:
-        limits = max_output_len(enc.mask, cfg.max_len_ratio, cfg.max_len_offset)
-    else:
-        limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
+    limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
     if cfg.strategy == Strategy.greedy:
         return _greedy(model, enc, limits)
     if cfg.strategy == Strategy.beam:

@@ -24,12 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo import register
+from zoo.config.checks import Choice, at_least, one_of
 from zoo.contracts import Dataset, Item
 from zoo.errors import ZooError
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("auto", "files", "tsv")
+class Format(Choice):
+    """How the corpus files are laid out."""
+
+    auto = "auto"
+    files = "files"
+    tsv = "tsv"
 
 
 class CorpusError(ZooError, ValueError):
@@ -55,16 +61,13 @@ class ParallelDataset(Dataset):
         train: str = "train"  # file stem of the training split
         val: str = "val"  # file stem of the validation split
         test: str = "test_2016_flickr"  # file stem of the test split
-        format: str = "auto"  # auto | files | tsv (auto: tsv if {root}/{train}.tsv exists)
+        format: Format = Format.auto  # auto | files | tsv (auto: tsv if {root}/{train}.tsv exists)
         limit: int = 0  # keep only the first N pairs of each split (0: all), for quick runs
         lowercase: bool = False  # lowercase both sides
 
-    def __init__(self, cfg: Config) -> None:
-        super().__init__(cfg)
-        if cfg.format not in FORMATS:
-            raise CorpusError(f"dataset.format={cfg.format!r} is unknown; use one of: {', '.join(FORMATS)}")
-        if cfg.limit < 0:
-            raise CorpusError(f"dataset.limit={cfg.limit} must be 0 (all) or a positive number of pairs")
+        def __post_init__(self) -> None:
+            one_of(self, "format", Format)
+            at_least(self, "limit", 0, "0 keeps every pair")
 
     @property
     def root(self) -> Path:

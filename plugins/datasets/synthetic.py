@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from zoo import register
+from zoo.config.checks import ConfigError, at_least
 from zoo.contracts import SPLITS, Dataset, Item
 from zoo.errors import ZooError
 
@@ -437,7 +438,7 @@ class SentenceGenerator:
 
 
 class SyntheticDataError(ZooError, ValueError):
-    """Inconsistent synthetic dataset settings."""
+    """The synthetic language cannot give the sentences asked for."""
 
 
 @register("dataset", "synthetic")
@@ -463,19 +464,19 @@ class SyntheticDataset(Dataset):
         train_max_words: int = 20  # with length_split: longest train/val sentence
         test_min_words: int = 21  # with length_split: shortest test sentence
 
+        def __post_init__(self) -> None:
+            for size in ("train_size", "val_size", "test_size"):
+                at_least(self, size, 1)
+            at_least(self, "min_words", 2, "the shortest sentence has 2 words")
+            at_least(self, "max_words", self.min_words, "raise max_words or lower min_words")
+            if self.length_split and not (self.min_words <= self.train_max_words and self.test_min_words <= self.max_words):
+                raise ConfigError(
+                    f"length_split needs min_words <= train_max_words and test_min_words <= max_words; got "
+                    f"{self.min_words}, {self.train_max_words}, {self.test_min_words}, {self.max_words}"
+                )
+
     def __init__(self, cfg: Config) -> None:
         super().__init__(cfg)
-        if cfg.min_words < 2:
-            raise SyntheticDataError(f"dataset.min_words={cfg.min_words} is too small; the shortest sentence has 2 words")
-        if cfg.max_words < cfg.min_words:
-            raise SyntheticDataError(f"dataset.max_words={cfg.max_words} < min_words={cfg.min_words}; raise max_words")
-        if min(cfg.train_size, cfg.val_size, cfg.test_size) < 1:
-            raise SyntheticDataError("dataset.train_size, val_size and test_size must all be at least 1")
-        if cfg.length_split and not (cfg.min_words <= cfg.train_max_words and cfg.test_min_words <= cfg.max_words):
-            raise SyntheticDataError(
-                f"with length_split, need min_words <= train_max_words and test_min_words <= max_words; got "
-                f"{cfg.min_words}, {cfg.train_max_words}, {cfg.test_min_words}, {cfg.max_words}"
-            )
         self.language = toy_language()
 
     def splits(self) -> dict[str, list[Item]]:

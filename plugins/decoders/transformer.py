@@ -1,9 +1,10 @@
 """The ``transformer`` decoder: causal self-attention, cross-attention and feed-forward blocks (Vaswani et al., 2017)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -60,8 +61,9 @@ class TransformerDecoder(Decoder):
     al., 2017); with ``tie_embeddings`` the output projection reuses the embedding
     matrix (Press & Wolf, 2017). An absolute posenc is added to the embeddings
     (at offset t while stepping); a relative one acts inside every self-attention;
-    cross-attention has no positional term. ``memory_dim`` may differ from
-    d_model (e.g. an RNN encoder); ``state_dim`` is unused, the decoder reads the
+    cross-attention has no positional term. ``d_model`` defaults to ``memory_dim``,
+    so the encoder's width sizes the decoder too; set it to differ (cross-attention
+    reads any memory width, e.g. an RNN encoder's); ``state_dim`` is unused, the decoder reads the
     encoder only through attention. With the ``none`` scorer every attention is a
     plain average over the visible positions.
 
@@ -74,6 +76,7 @@ class TransformerDecoder(Decoder):
 
     @dataclass
     class Config(TransformerLayout):
+        d_model: Optional[int] = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
 
     def __init__(
@@ -83,6 +86,7 @@ class TransformerDecoder(Decoder):
         super().__init__()
         scorer = {"name": scorer} if isinstance(scorer, str) else scorer
         posenc = {"name": posenc} if isinstance(posenc, str) else posenc
+        cfg = dataclasses.replace(cfg, d_model=cfg.d_model or memory_dim)  # checks heads divide the width
         d = cfg.d_model
         self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
         nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))

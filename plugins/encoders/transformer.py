@@ -1,6 +1,7 @@
 """The ``transformer`` encoder: stacked self-attention + feed-forward blocks (Vaswani et al., 2017)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,8 @@ from zoo.contracts import Encoder, EncoderOutput
 from zoo.nn.multihead import MultiHeadAttention
 from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm
 from zoo.registry import build
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,9 +49,10 @@ class TransformerEncoder(Encoder):
     Built as ``cls(cfg, input_dim=D_in, scorer=<attention cfg>, posenc=<relative posenc cfg> or None)``.
     Absolute position encodings are added to the input by the model before the
     encoder; relative ones (rotary, alibi, relative) are built here, once, and
-    shared by the self-attention of every layer. An input of width
-    ``input_dim != d_model`` first goes through a linear projection. Input dropout
-    is the frontend's job.
+    shared by the self-attention of every layer. Its natural input width is
+    ``d_model`` (a frontend with ``dim: null`` takes it); an input of another width
+    first goes through a linear projection, which is logged. Input dropout is the
+    frontend's job.
 
     ``forward(x (B, S, D_in), mask (B, S), need_weights=None) -> TransformerEncoderOutput``
     with ``memory`` (B, S, d_model) (zero at padding), ``state`` (B, d_model) = the
@@ -63,6 +67,10 @@ class TransformerEncoder(Encoder):
     class Config(TransformerLayout):
         pass
 
+    @staticmethod
+    def natural_input_dim(cfg: Any) -> int:
+        return cfg["d_model"]
+
     def __init__(self, cfg: Config, input_dim: int, scorer: Any, posenc: Any = None) -> None:
         super().__init__()
         self.posenc = None
@@ -73,7 +81,11 @@ class TransformerEncoder(Encoder):
                     f"the transformer encoder builds only relative posencs; '{posenc['name']}' is absolute and is "
                     "added to the input before the encoder (see zoo.model.Seq2Seq)"
                 )
-        self.input_proj = nn.Linear(input_dim, cfg.d_model) if input_dim != cfg.d_model else nn.Identity()
+        self.input_proj = nn.Identity()
+        if input_dim != cfg.d_model:
+            log.info("transformer encoder: a linear map takes %d-wide inputs to d_model=%d "
+                     "(leave frontend.dim unset to embed at d_model)", input_dim, cfg.d_model)
+            self.input_proj = nn.Linear(input_dim, cfg.d_model)
         self.layers = nn.ModuleList(EncoderLayer(cfg, scorer) for _ in range(cfg.layers))
         self.final_norm = final_norm(cfg)
         self.output_dim = self.state_dim = cfg.d_model

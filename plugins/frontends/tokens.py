@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import at_least, in_unit_interval
 from zoo.contracts import PAD, SPECIAL_TOKENS, Frontend, SourceDescription
 
 
@@ -29,6 +30,10 @@ class TokenFrontend(Frontend):
         dim: Optional[int] = None  # embedding size = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
         scale: bool = False  # multiply embeddings by sqrt(dim)
         dropout: float = 0.1  # dropout on the embedded vectors
+
+        def __post_init__(self) -> None:
+            at_least(self, "dim", 1)
+            in_unit_interval(self, "dropout")
 
     def __init__(self, cfg: Config, source: SourceDescription) -> None:
         super().__init__()

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import torch
 
 from zoo import register
+from zoo.config.checks import ConfigError, at_least, positive
 from zoo.contracts import PAD, UNK, Item, SourceDescription, Task
 from zoo.data.collate import pad
 from zoo.data.text import load_tokenizer, save_tokenizer, token_labels, tokenizer_path, train_tokenizer
@@ -37,6 +38,13 @@ class TranslationTask(Task):
         max_len_ratio: float = 1.5  # longest output = ratio * source tokens + offset
         max_len_offset: int = 10  # added to the ratio's bound
         length_buckets: list[int] = field(default_factory=lambda: [10, 20, 30, 40, 50])  # BLEU by source length (words)
+
+        def __post_init__(self) -> None:
+            positive(self, "max_len_ratio")
+            at_least(self, "max_len_offset", 0)
+            edges = list(self.length_buckets)
+            if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
+                raise ConfigError(f"length_buckets={edges} must be positive word counts in increasing order")
 
     def __init__(self, cfg: Config, tokenizer: Any) -> None:
         super().__init__(cfg, tokenizer)

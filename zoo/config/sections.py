@@ -17,7 +17,6 @@ from zoo.training.schedule import Schedule
 class DataConfig:
     max_tokens: int = 1024  # token budget of a batch: batch size x longest padded sequence
     max_len: int = 128  # training pairs with more tokens on either side are skipped
-    joint_vocab: bool = False  # one tokenizer trained on source and target text together
     num_workers: int = 0  # data loader worker processes (0: load in the training process)
 
     def __post_init__(self) -> None:
@@ -28,7 +27,7 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs data.joint_vocab=true
+    # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs task.joint_vocab=true
     # and a target embedding of the frontend's width.
     share_embeddings: bool = False
 
@@ -98,8 +97,6 @@ class DecodeConfig:
     beam_size: int = 5  # hypotheses kept per sentence by beam search; 1 is greedy search
     length_penalty: LengthPenalty = LengthPenalty.gnmt  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
     alpha: float = 0.6  # gnmt length penalty exponent; 0 ranks by the summed log-probability
-    max_len_ratio: float = 1.5  # max output length = ratio * source length + offset
-    max_len_offset: int = 10
     temperature: float = 1.0  # sampling: logits are divided by it
     top_k: int = 0  # sampling: keep the k most probable tokens (0: all)
     top_p: float = 1.0  # sampling: keep the smallest set of tokens with this much probability (1: all)
@@ -109,8 +106,6 @@ class DecodeConfig:
         at_least(self, "beam_size", 1, "1 is greedy search")
         one_of(self, "length_penalty", LengthPenalty)
         at_least(self, "alpha", 0)
-        positive(self, "max_len_ratio")
-        at_least(self, "max_len_offset", 0)
         positive(self, "temperature", "for deterministic output use strategy=greedy")
         at_least(self, "top_k", 0, "0 keeps every token")
         fraction(self, "top_p", "1 keeps every token")

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.config.checks import ConfigError, at_least, between
 from zoo.config.schema import ZooConfig
 from zoo.registry import GROUP_KINDS, get
+from zoo.training.evaluation import MetricSuite
 
 #: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
 PLAIN_SECTIONS: dict[str, type] = {
@@ -31,6 +32,7 @@ def validate(cfg: DictConfig) -> None:
         _build(kind.name, get(kind.name, values.pop("name")).cls.Config, values)
     at_least(cfg, "samples", 0)
     between(cfg, "seed", 0, 2**32 - 1)
+    MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
 
 
 def _values(section: DictConfig) -> dict[str, Any]:

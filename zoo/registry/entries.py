@@ -163,7 +163,8 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         doc = inspect.getdoc(cls) or ""
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
         _ENTRIES[(kind, name)] = entry
-        ConfigStore.instance().store(group=kind, name=name, node=config_cls, provider=cls.__module__)
+        if declared_kind(kind).is_group:  # a config group's choice; metrics are named in a list instead
+            ConfigStore.instance().store(group=kind, name=name, node=config_cls, provider=cls.__module__)
         cls.registry_entry = entry
         return cls
 

@@ -54,7 +54,7 @@ def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
                 save_dir=str(run_dir),
                 name=run_dir.name,
                 mode=wandb_mode(cfg.logger),
-                config=OmegaConf.to_container(cfg, resolve=True),
+                config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
             )
         )
     return loggers
