@@ -32,3 +32,11 @@ def test_scores_and_descriptions_cover_every_metric():
 def test_an_unknown_metric_lists_the_registered_ones():
     with pytest.raises(MetricChoiceError, match="unknown metric.* nope; registered metrics: bleu, chrf"):
         suite(metrics=["bleu", "nope"])
+
+
+def test_a_metric_can_carry_its_options():
+    metrics = suite(metrics=["bleu", {"name": "chrf", "word_order": 2}])
+    metrics.scores(["a dog runs in the big green park"], [("a dog runs in the big green park",)])
+    assert "nw:2" in metrics.describe()["chrf"]["signature"]
+    with pytest.raises(Exception, match="word_ordr"):
+        suite(metrics=[{"name": "chrf", "word_ordr": 2}])

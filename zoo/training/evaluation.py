@@ -15,25 +15,30 @@ class MetricChoiceError(ZooError, ValueError):
 class MetricSuite:
     """Builds the run's metric plugins and scores hypotheses with all of them.
 
-    ``metrics: null`` means the task's defaults; ``monitor: null`` the task's
-    monitored metric. A monitored metric missing from ``metrics`` is added, so
-    ``monitor=ter`` alone is enough. The monitor picks the best checkpoint, stops
-    training early, shows in the progress bar and is the value a sweep optimises.
+    ``metrics`` lists metric names, or mappings with a name and options
+    (``metrics=[bleu,{name:chrf,word_order:2}]``); null means the task's defaults.
+    ``monitor: null`` means the task's monitored metric; one missing from
+    ``metrics`` is added, so ``monitor=ter`` alone is enough. The monitor picks the
+    best checkpoint, stops training early, shows in the progress bar and is the
+    value a sweep optimises.
     """
 
     def __init__(self, cfg: Any) -> None:
         task = get("task", cfg["task"]["name"]).cls
-        chosen = list(cfg.get("metrics") or task.default_metrics)
+        chosen = [{"name": m} if isinstance(m, str) else dict(m) for m in cfg.get("metrics") or task.default_metrics]
         self.monitor: str = cfg.get("monitor") or task.default_monitor
-        if self.monitor not in chosen:
-            chosen.append(self.monitor)
-        unknown = [name for name in chosen if name not in names("metric")]
+        if self.monitor not in [m.get("name") for m in chosen]:
+            chosen.append({"name": self.monitor})
+        unknown = [str(m.get("name")) for m in chosen if m.get("name") not in names("metric")]
         if unknown:
             raise MetricChoiceError(
                 f"unknown metric(s) {', '.join(unknown)}; registered metrics: {', '.join(names('metric'))} "
                 "(a metric plugin must be discovered: see plugin_dirs)"
             )
-        self.metrics: dict[str, Metric] = {name: build("metric", {"name": name}) for name in dict.fromkeys(chosen)}
+        self.metrics: dict[str, Metric] = {}
+        for options in chosen:
+            if options["name"] not in self.metrics:
+                self.metrics[options["name"]] = build("metric", options)
 
     @property
     def mode(self) -> str:
