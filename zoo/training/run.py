@@ -11,7 +11,6 @@ import lightning as L
 import torch
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
-from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,6 +18,7 @@ from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.errors import ZooError
 from zoo.training.callbacks import Throughput
+from zoo.training.loggers import make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.summary import SUMMARY_FILE, build_summary, print_result, write_outputs
 
@@ -39,25 +39,6 @@ def check_run_dir(run_dir: Path) -> None:
             f"run directory {run_dir} already holds a run ({', '.join(used)}); "
             "choose a new hydra.run.dir instead of overwriting it"
         )
-
-
-def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
-    loggers = [CSVLogger(save_dir=str(run_dir), name="", version="")]
-    if cfg.logger.wandb:
-        from lightning.pytorch.loggers import WandbLogger
-
-        from zoo.training.loggers import wandb_mode
-
-        loggers.append(
-            WandbLogger(
-                project=cfg.logger.project,
-                save_dir=str(run_dir),
-                name=run_dir.name,
-                mode=wandb_mode(cfg.logger),
-                config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
-            )
-        )
-    return loggers
 
 
 def quiet_lightning() -> None:
