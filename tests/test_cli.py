@@ -22,6 +22,12 @@ def test_train_writes_a_complete_run_directory(trained_run):
     assert (trained_run / "tokenizers" / "source.json").is_file()
     assert (trained_run / "metrics.csv").is_file()
     assert (trained_run / "samples.txt").read_text().startswith("SRC ")
+    assert summary["status"] == "finished" and summary["seed"] == 1234 and len(summary["config_key"]) == 12
+    assert "experiment=smoke" in summary["overrides"]
+    assert summary["latency_ms"]["greedy"] > 0 and summary["latency_ms"]["beam"] > 0
+    first = json.loads((trained_run / "test_items.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"id", "hypothesis", "references", "scores"} and set(first["scores"]) == {"bleu", "chrf"}
+    assert "validation epoch 0 step" in (trained_run / "train.log").read_text()
 
 
 def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
@@ -127,3 +133,15 @@ def test_data_errors_are_one_line_and_name_the_fix(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("zoo: error:") and len(proc.stderr.strip().splitlines()) == 1
     assert "missing" in proc.stderr
+    failed = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert failed["status"] == "failed" and "CorpusError" in failed["reason"]
+
+
+def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
+    proc = run_zoo("train", "-m", *TINY, "decode.beam_size=2,0", "decode.strategy=beam",
+                   f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, check=False)
+    assert proc.returncode == 1
+    assert "1 job(s) of the sweep failed" in proc.stderr and "decode.beam_size=0 must be >= 1" in proc.stderr
+    good, bad = (json.loads((tmp_path / "sweep" / job / "summary.json").read_text()) for job in ("0", "1"))
+    assert good["status"] == "finished" and good["schema_version"] == 1
+    assert bad["status"] == "failed" and "beam_size=0" in bad["reason"] and "decode.beam_size=0" in bad["overrides"]

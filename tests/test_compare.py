@@ -42,3 +42,14 @@ def test_damaged_and_old_summaries_are_skipped_not_fatal(tmp_path):
 
 def test_no_runs_says_where_it_looked(tmp_path):
     assert "no runs found" in leaderboard(find_summaries([tmp_path]))
+
+
+def test_running_and_failed_runs_are_marked_and_ranked_last(tmp_path):
+    write(tmp_path / "done", summary("gru", {"bleu": 30.0}))
+    write(tmp_path / "going", {"monitor": "bleu", "status": "running", "components": {"encoder": {"name": "lstm"}, "decoder": {"name": "rnn"}},
+                               "latest_val": {"bleu": 12.0}})
+    write(tmp_path / "broke", {"monitor": "bleu", "status": "failed", "reason": "CorpusError: missing",
+                               "components": {"encoder": {"name": "esn"}, "decoder": {"name": "rnn"}}})
+    rows = leaderboard(find_summaries([tmp_path])).splitlines()[2:]
+    assert rows[0].startswith("| encoder=gru (done) |")
+    assert any("(going) [running]" in row for row in rows) and any("(broke) [failed]" in row for row in rows)

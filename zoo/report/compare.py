@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from zoo.registry import GROUP_KINDS
-from zoo.training.summary import SUMMARY_FILE, monitored_score
+from zoo.training.record import SUMMARY_FILE
+from zoo.training.summary import monitored_score
 
 
 def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
@@ -30,12 +31,13 @@ def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
 def _varying_kinds(summaries: list[dict]) -> list[str]:
     """The component kinds whose name differs between runs: what the comparison is about."""
     kinds = [kind.name for kind in GROUP_KINDS]
-    return [k for k in kinds if len({s["components"].get(k, {}).get("name") for s in summaries}) > 1]
+    return [k for k in kinds if len({s.get("components", {}).get(k, {}).get("name") for s in summaries}) > 1]
 
 
 def _label(summary: dict, varying: list[str]) -> str:
-    names = ", ".join(f"{kind}={summary['components'][kind]['name']}" for kind in varying)
-    return names or summary["components"]["encoder"]["name"]
+    components = summary.get("components", {})
+    names = ", ".join(f"{kind}={components.get(kind, {}).get('name', '?')}" for kind in varying)
+    return names or components.get("encoder", {}).get("name", "?")
 
 
 def _bucket_start(label: str) -> int:
@@ -48,9 +50,10 @@ def leaderboard(runs: list[tuple[Path, dict]]) -> str:
         return f"no runs found (looked for {SUMMARY_FILE})"
     summaries = [s for _, s in runs]
     varying = _varying_kinds(summaries)
-    metrics = list(dict.fromkeys(name for s in summaries for name in s["test"]))
+    metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
     monitor = summaries[0]["monitor"]
-    higher_is_better = summaries[0]["test"].get(monitor, {}).get("higher_is_better", True)
+    directions = [s["test"][monitor]["higher_is_better"] for s in summaries if monitor in s.get("test", {})]
+    higher_is_better = directions[0] if directions else True
     buckets = sorted({b for s in summaries for b in s.get("breakdowns", {}).get("bleu_by_length", {})}, key=_bucket_start)
     header = ["run", *metrics, "params", "frozen", "tokens/s", "train s", *[f"BLEU {b}" for b in buckets]]
 
@@ -63,13 +66,15 @@ def leaderboard(runs: list[tuple[Path, dict]]) -> str:
     rows = []
     for path, s in sorted(runs, key=rank):
         by_length = s.get("breakdowns", {}).get("bleu_by_length", {})
+        status = s.get("status", "finished")
+        parameters = s.get("parameters", {})
         rows.append([
-            f"{_label(s, varying)} ({path.name})",
-            *[f"{s['test'][m]['score']:.1f}" if m in s["test"] else "" for m in metrics],
-            f"{s['parameters']['trainable']:,}",
-            f"{s['parameters']['frozen']:,}",
-            f"{s['tokens_per_second'] or 0:,.0f}",
-            f"{s['train_seconds']:.0f}",
+            f"{_label(s, varying)} ({path.name})" + ("" if status == "finished" else f" [{status}]"),
+            *[f"{s['test'][m]['score']:.1f}" if m in s.get("test", {}) else "" for m in metrics],
+            f"{parameters.get('trainable', 0):,}",
+            f"{parameters.get('frozen', 0):,}",
+            f"{s.get('tokens_per_second') or 0:,.0f}",
+            f"{s.get('train_seconds', 0):.0f}",
             *[f"{by_length[b]['bleu']:.1f} ({by_length[b]['count']})" if b in by_length else "" for b in buckets],
         ])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

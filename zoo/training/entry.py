@@ -7,11 +7,15 @@ discovers plugins itself, before composing (command line) and again in the task 
 """
 from __future__ import annotations
 
+import logging
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
@@ -19,6 +23,8 @@ import zoo.config.schema  # noqa: F401  (stores the schema)
 from zoo.config.renamed import check_renamed
 from zoo.errors import ZooError
 from zoo.registry.discovery import discover
+
+log = logging.getLogger("zoo.run")
 
 
 @contextmanager
@@ -43,16 +49,51 @@ def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
     return [str(d) for d in dirs]
 
 
+#: Run directories of the jobs of this process's sweep that failed (the others ran on).
+FAILED_JOBS: list[str] = []
+
+
+def train_job(cfg: DictConfig) -> float | None:
+    """Train one job; return the monitored test score, which is what a sweeper optimises."""
+    discover([to_absolute_path(d) for d in cfg.plugin_dirs])
+    # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
+    from zoo.training.run import train
+    from zoo.training.summary import monitored_score
+
+    return monitored_score(train(cfg))
+
+
 @hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> float | None:
-    """One job. A sweep worker gets ``cfg`` pickled, so it discovers ``cfg.plugin_dirs`` here too."""
-    with one_line_errors():
-        discover([to_absolute_path(d) for d in cfg.plugin_dirs])
-        # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
-        from zoo.training.run import train
-        from zoo.training.summary import monitored_score
+    """One job. A sweep worker gets ``cfg`` pickled, so it discovers ``cfg.plugin_dirs`` in :func:`train_job`.
 
-        return monitored_score(train(cfg))  # what a sweeper optimises
+    A single run stops at its first error. In a sweep a failed job is recorded as failed in its
+    ``summary.json`` (with the reason) and the other jobs run on.
+    """
+    if HydraConfig.get().mode != RunMode.MULTIRUN:
+        with one_line_errors():
+            return train_job(cfg)
+    try:
+        return train_job(cfg)
+    except Exception as error:
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
+            log.error("the job failed", exc_info=error)
+        record_refused_job(run_dir, reason)
+        print(f"zoo: error: the job in {run_dir} failed ({reason}); the sweep goes on", file=sys.stderr)
+        FAILED_JOBS.append(str(run_dir))
+        return None
+
+
+def record_refused_job(run_dir: Path, reason: str) -> None:
+    """A job refused before it started (a bad value at one point of a sweep) still leaves a failed summary."""
+    from zoo.training.record import SCHEMA_VERSION, SUMMARY_FILE, write_json_atomic
+
+    if not (run_dir / SUMMARY_FILE).exists():
+        overrides = list(HydraConfig.get().overrides.task)
+        write_json_atomic(run_dir / SUMMARY_FILE, {"schema_version": SCHEMA_VERSION, "status": "failed",
+                                                   "reason": reason, "overrides": overrides})
 
 
 def main(overrides: list[str] | None = None) -> None:
@@ -64,6 +105,10 @@ def main(overrides: list[str] | None = None) -> None:
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
     task()
+    if FAILED_JOBS:
+        print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "
+              "their summary.json says why", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

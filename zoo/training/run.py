@@ -20,7 +20,9 @@ from zoo.errors import ZooError
 from zoo.training.callbacks import Throughput
 from zoo.training.loggers import make_loggers
 from zoo.training.module import ZooModule
-from zoo.training.summary import SUMMARY_FILE, build_summary, print_result, write_outputs
+from zoo.training.evaluation import MetricSuite
+from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
+from zoo.training.summary import build_summary, print_result, write_outputs
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +56,34 @@ def quiet_lightning() -> None:
 
 
 def train(cfg: DictConfig) -> dict:
-    """Run one training job in Hydra's output directory and return its summary."""
+    """Run one training job in Hydra's output directory and return its summary.
+
+    A config that fails its checks is refused before anything is written; once the
+    run has started, ``summary.json`` records it as running, then finished or failed.
+    """
     validate(cfg)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     # Under DDP, ranks > 0 are relaunched into rank 0's run directory: only rank 0 (read from the
     # environment until the Trainer exists) checks it and writes files into it.
-    if rank_zero_only.rank == 0:
+    writes = rank_zero_only.rank == 0
+    if writes:
         check_run_dir(run_dir)
     quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     if cfg.trainer.cpu_threads > 0:
         torch.set_num_threads(cfg.trainer.cpu_threads)
-    if rank_zero_only.rank == 0:
+    if writes:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    record = RunRecord(run_dir, run_identity(cfg, MetricSuite(cfg).monitor), writes)
+    record.start()
+    try:
+        return _fit_and_test(cfg, run_dir, record)
+    except Exception as error:
+        record.fail(error)
+        raise
 
+
+def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:
     data = ZooDataModule(cfg, run_dir)
     data.setup()
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
@@ -82,7 +98,8 @@ def train(cfg: DictConfig) -> dict:
         **lightning_options(cfg.trainer),
         default_root_dir=str(run_dir),
         logger=make_loggers(cfg, run_dir),
-        callbacks=[checkpoint, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience), throughput],
+        callbacks=[checkpoint, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience), throughput,
+                   record],
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
@@ -92,9 +109,11 @@ def train(cfg: DictConfig) -> dict:
     train_seconds = time.perf_counter() - started
     trainer.test(module, datamodule=data, ckpt_path="best" if checkpoint.best_model_path else None, verbose=False)
 
-    summary = build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds)
+    test = module.results.get("test")
+    summary = record.finish(build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds))
     if trainer.is_global_zero:
-        write_outputs(run_dir, summary, module.results.get("test"), data.task, cfg.samples)
+        item_scores = module.metrics.item_scores(test["hypotheses"], [i.references for i in test["items"]]) if test else {}
+        write_outputs(run_dir, test, item_scores, data.task, cfg.samples)
         print_result(summary, run_dir)
     return summary
 

@@ -1,4 +1,4 @@
-"""What a finished run records: ``summary.json``, the test hypotheses and samples, and the printed result."""
+"""What a finished run measured (for ``summary.json``), its test outputs and per-item scores, the printed result."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from zoo.registry import GROUP_KINDS, MODEL_KINDS
+from zoo.inference.latency import latency_ms
+from zoo.registry import MODEL_KINDS
 
-SUMMARY_FILE = "summary.json"
+#: One line per test item: id, hypothesis, references and every per-item metric score.
+TEST_ITEMS_FILE = "test_items.jsonl"
 
 
 def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
@@ -32,14 +34,14 @@ def peak_memory_mb(device: torch.device) -> float:
 
 def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpoint: Any, throughput: Any,
                   train_seconds: float) -> dict:
-    """The run's record. ``test`` holds every metric's score with its direction and signature;
-    ``monitor`` names the metric that chose the best checkpoint (``best_val`` is its validation score)."""
+    """What the run measured. ``test`` holds every metric's score with its direction and signature;
+    ``best_val`` is the monitored metric's best validation score (the one that chose the checkpoint);
+    ``latency_ms`` the median milliseconds to decode one test item alone, greedy and beam."""
     suite = module.metrics
     test = module.results.get("test")
     described = suite.describe()
+    items = test["items"] if test else []
     return {
-        "task": cfg.task.name,
-        "monitor": suite.monitor,
         "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},
         "breakdowns": task.breakdowns(test["items"], test["hypotheses"]) if test else {},
         "best_val": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
@@ -48,9 +50,10 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
         "train_tokens": throughput.tokens,
         "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
         "peak_memory_mb": round(peak_memory_mb(module.device), 1),
+        "latency_ms": {strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
+                       for strategy in ("greedy", "beam")},
         "epochs": trainer.current_epoch,
         "steps": trainer.global_step,
-        "components": {kind.name: OmegaConf.to_container(cfg[kind.name], enum_to_str=True) for kind in GROUP_KINDS},
         "decode": str(cfg.decode.strategy),
         "best_checkpoint": checkpoint.best_model_path or None,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
@@ -62,12 +65,17 @@ def monitored_score(summary: dict) -> float | None:
     return summary.get("test", {}).get(summary.get("monitor"), {}).get("score")
 
 
-def write_outputs(run_dir: Path, summary: dict, test: dict | None, task: Any, samples: int) -> None:
-    """summary.json, then (when the test ran) one hypothesis per test item and the first ``samples`` items."""
-    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[float]], task: Any, samples: int) -> None:
+    """When the test ran: one hypothesis per test item, the items with their per-item scores (what
+    significance tests resample), and the first ``samples`` items as text."""
     if not test:
         return
     (run_dir / "test_hypotheses.txt").write_text("\n".join(test["hypotheses"]) + "\n")
+    with open(run_dir / TEST_ITEMS_FILE, "w") as out:
+        for k, (item, hypothesis) in enumerate(zip(test["items"], test["hypotheses"])):
+            scores = {name: round(values[k], 4) for name, values in item_scores.items()}
+            row = {"id": item.id, "hypothesis": hypothesis, "references": list(item.references), "scores": scores}
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
     blocks = []
     for item, hypothesis in list(zip(test["items"], test["hypotheses"]))[:samples]:
         references = "".join(f"REF {reference}\n" for reference in item.references)

@@ -1,0 +1,112 @@
+"""The run's record while it goes: ``summary.json`` from the first minute, one log line per validation.
+
+``summary.json`` is written as soon as a run starts (status ``running``), updated
+after every validation with the latest metrics, and finally set to ``finished``
+or ``failed`` (with the reason), so ``zoo compare`` and a live view can read a
+sweep while it runs. Every write goes to a temporary file that is then renamed,
+so a reader never sees half a summary.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from lightning.pytorch.callbacks import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.registry import GROUP_KINDS
+
+log = logging.getLogger("zoo.run")
+
+SUMMARY_FILE = "summary.json"
+SCHEMA_VERSION = 1
+#: Top-level config keys that do not change what a run computes: runs that differ only here are
+#: repetitions of one configuration (``seed``) or the same run recorded differently.
+NOT_IN_CONFIG_KEY = ("seed", "plugin_dirs", "paths", "samples", "logger", "trainer.enable_progress_bar",
+                     "trainer.cpu_threads", "data.num_workers")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temporary file and a rename: readers see the old or the new file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data, indent=2))
+    os.replace(partial, path)
+
+
+def config_key(cfg: DictConfig) -> str:
+    """A short hash of the resolved config without seed, paths and logging: equal for the seeds of one configuration."""
+    values = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    for dotted in NOT_IN_CONFIG_KEY:
+        *parents, leaf = dotted.split(".")
+        section = values
+        for parent in parents:
+            section = section.get(parent, {})
+        section.pop(leaf, None)
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def run_identity(cfg: DictConfig, monitor: str) -> dict:
+    """What identifies a run among others: its configuration, seed and the overrides that made it."""
+    hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task": cfg.task.name,
+        "monitor": monitor,
+        "seed": cfg.seed,
+        "config_key": config_key(cfg),
+        "overrides": list(hydra.overrides.task) if hydra else [],
+        "components": {kind.name: OmegaConf.to_container(cfg[kind.name], enum_to_str=True) for kind in GROUP_KINDS},
+    }
+
+
+class RunRecord(Callback):
+    """Keeps ``summary.json`` current while a run trains and logs one line per validation (to ``train.log``).
+
+    Only the process that writes the run (global rank 0) records; the others are silent.
+    """
+
+    def __init__(self, run_dir: Path, identity: dict, writes: bool) -> None:
+        self.path = run_dir / SUMMARY_FILE
+        self.identity = identity
+        self.writes = writes
+        self.started = time.time()
+        self.latest_val: dict[str, float] = {}
+
+    def _write(self, status: str, **extra: Any) -> None:
+        if self.writes:
+            write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val, **extra})
+
+    def start(self) -> None:
+        self._write("running")
+
+    def on_validation_end(self, trainer, module) -> None:
+        if trainer.sanity_checking:
+            return
+        self.latest_val = {
+            key.split("/", 1)[1]: round(float(value), 4)
+            for key, value in trainer.callback_metrics.items()
+            if key.startswith("val/")
+        }
+        scores = ", ".join(f"{name} {value:.2f}" for name, value in self.latest_val.items())
+        if self.writes:
+            log.info("validation epoch %d step %d: %s (%.0f s)", trainer.current_epoch, trainer.global_step, scores,
+                     time.time() - self.started)
+        self._write("running", epoch=trainer.current_epoch, step=trainer.global_step)
+
+    def fail(self, error: BaseException) -> None:
+        """Mark the run failed with a one-line reason; the exception goes on to the caller."""
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        self._write("failed", reason=reason)
+
+    def finish(self, summary: dict) -> dict:
+        """The final summary: the identity, ``finished`` and everything the run measured."""
+        final = {**self.identity, "status": "finished", "latest_val": self.latest_val, **summary}
+        if self.writes:
+            write_json_atomic(self.path, final)
+        return final
