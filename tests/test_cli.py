@@ -79,8 +79,8 @@ def test_issue_example_and_sweep(tmp_path):
     run_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path/'sweep'}", cwd=tmp_path)
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert [json.loads(p.read_text())["components"]["attention"]["name"] for p in summaries] == ["dot", "cosine"]
-    table = run_zoo("compare", str(tmp_path / "sweep"), cwd=tmp_path).stdout
-    assert "attention=dot" in table and "attention=cosine" in table and "| bleu | chrf |" in table
+    table = run_zoo("compare", str(tmp_path / "sweep"), "--format", "markdown", cwd=tmp_path).stdout
+    assert "| attention=dot | 1 |" in table and "| attention=cosine | 1 |" in table and "| n | bleu | chrf |" in table
 
 
 def test_existing_run_directory_is_never_overwritten(trained_run, tmp_path):

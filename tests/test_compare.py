@@ -1,19 +1,27 @@
-"""``zoo compare``: leaderboards from run directories, in each metric's own direction, robust to odd folders."""
+"""``zoo compare``: configurations over seeds, in each metric's own direction, robust to odd folders."""
+import csv
+import io
 import json
 
-from zoo.report.compare import find_summaries, leaderboard
+from zoo.report.compare import Leaderboard, compare
+from zoo.report.runs import find_runs
 
 
-def summary(encoder: str, scores: dict, monitor: str = "bleu", lower_is_better=("ter",)) -> dict:
+def summary(encoder: str, scores: dict, seed: int = 1, monitor: str = "bleu", status: str = "finished") -> dict:
     return {
+        "schema_version": 1,
+        "status": status,
         "task": "translation",
         "monitor": monitor,
-        "test": {m: {"score": v, "higher_is_better": m not in lower_is_better, "signature": None} for m, v in scores.items()},
+        "seed": seed,
+        "config_key": f"key-{encoder}",
+        "overrides": [f"encoder={encoder}", f"seed={seed}"],
+        "test": {m: {"score": v, "higher_is_better": m != "ter", "signature": None} for m, v in scores.items()},
         "breakdowns": {"bleu_by_length": {"1-10": {"bleu": 50.0, "count": 3}, "11-20": {"bleu": 40.0, "count": 2}}},
         "parameters": {"trainable": 1000, "frozen": 0},
         "tokens_per_second": 100.0,
         "train_seconds": 12.0,
-        "components": {"encoder": {"name": encoder}, "decoder": {"name": "rnn"}},
+        "components": {"encoder": {"name": encoder, "hidden_size": 64}, "decoder": {"name": "rnn"}},
     }
 
 
@@ -22,34 +30,53 @@ def write(folder, content) -> None:
     (folder / "summary.json").write_text(content if isinstance(content, str) else json.dumps(content))
 
 
-def test_rows_follow_the_monitored_metric_in_its_direction(tmp_path):
+def test_seeds_of_a_configuration_become_one_row_with_mean_std_and_n(tmp_path):
+    write(tmp_path / "a1", summary("gru", {"bleu": 30.0}, seed=1))
+    write(tmp_path / "a2", summary("gru", {"bleu": 34.0}, seed=2))
+    write(tmp_path / "b1", summary("lstm", {"bleu": 20.0}, seed=1))
+    board = Leaderboard(find_runs([tmp_path]))
+    assert [g.label for g in board.groups] == ["encoder=gru", "encoder=lstm"]
+    gru = board.groups[0].metrics["bleu"]
+    assert (gru.mean, round(gru.std, 3), gru.n) == (32.0, 2.828, 2)
+    assert board.rows()[0][:3] == ["encoder=gru", "2", "32.0 ± 2.8"]
+
+
+def test_rows_follow_the_sorted_metric_in_its_direction(tmp_path):
     write(tmp_path / "a", summary("gru", {"bleu": 30.0, "ter": 40.0}, monitor="ter"))
     write(tmp_path / "b", summary("lstm", {"bleu": 20.0, "ter": 35.0}, monitor="ter"))
-    table = leaderboard(find_summaries([tmp_path])).splitlines()
-    assert table[0].startswith("| run | bleu | ter | params")
-    assert "BLEU 1-10" in table[0] and "BLEU 11-20" in table[0]
-    assert table[2].startswith("| encoder=lstm (b)") and table[3].startswith("| encoder=gru (a)")  # lower TER first
+    assert [g.label for g in Leaderboard(find_runs([tmp_path])).groups] == ["encoder=lstm", "encoder=gru"]  # lower TER
+    assert [g.label for g in Leaderboard(find_runs([tmp_path]), sort="bleu").groups] == ["encoder=gru", "encoder=lstm"]
 
 
-def test_damaged_and_old_summaries_are_skipped_not_fatal(tmp_path):
-    write(tmp_path / "good", summary("gru", {"bleu": 30.0}))
+def test_group_by_any_setting(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
+    write(tmp_path / "b", summary("lstm", {"bleu": 20.0}))
+    (group,) = Leaderboard(find_runs([tmp_path]), by=["encoder.hidden_size"]).groups
+    assert group.label == "encoder.hidden_size=64" and group.metrics["bleu"].mean == 25.0
+
+
+def test_running_failed_old_and_damaged_runs_never_crash_it(tmp_path):
+    write(tmp_path / "done", summary("gru", {"bleu": 30.0}))
+    write(tmp_path / "going", {**summary("lstm", {}), "status": "running"})
+    write(tmp_path / "broke", {**summary("esn", {}), "status": "failed", "reason": "CorpusError: missing"})
     write(tmp_path / "half", '{"task": "transl')
     write(tmp_path / "old", {"test": {"bleu": 12.0}})
-    runs = find_summaries([tmp_path])
-    assert [path.name for path, _ in runs] == ["good"]
-    assert "gru (good)" in leaderboard(runs)
+    board = Leaderboard(find_runs([tmp_path]))
+    rows = {row[0]: row for row in board.rows()}
+    assert board.groups[0].label == "encoder=gru" and rows["encoder=gru"][-1] == "1 finished"
+    assert rows["encoder=lstm"][-1] == "1 running" and rows["encoder=esn"][-1] == "1 failed"
+    assert sorted(run.path.name for run in board.skipped) == ["half", "old"]
+    assert "left out 2 run(s)" in board.render("markdown")
+
+
+def test_machine_readable_formats(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
+    rows = list(csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv"))))
+    assert rows[0]["configuration"] == "gru" and float(rows[0]["bleu mean"]) == 30.0  # alone: named by its encoder
+    data = json.loads(compare([tmp_path], fmt="json"))
+    assert data["rows"][0]["metrics"]["bleu"] == {"mean": 30.0, "std": 0.0, "n": 1}
+    assert "│ gru " in compare([tmp_path])  # the terminal table
 
 
 def test_no_runs_says_where_it_looked(tmp_path):
-    assert "no runs found" in leaderboard(find_summaries([tmp_path]))
-
-
-def test_running_and_failed_runs_are_marked_and_ranked_last(tmp_path):
-    write(tmp_path / "done", summary("gru", {"bleu": 30.0}))
-    write(tmp_path / "going", {"monitor": "bleu", "status": "running", "components": {"encoder": {"name": "lstm"}, "decoder": {"name": "rnn"}},
-                               "latest_val": {"bleu": 12.0}})
-    write(tmp_path / "broke", {"monitor": "bleu", "status": "failed", "reason": "CorpusError: missing",
-                               "components": {"encoder": {"name": "esn"}, "decoder": {"name": "rnn"}}})
-    rows = leaderboard(find_summaries([tmp_path])).splitlines()[2:]
-    assert rows[0].startswith("| encoder=gru (done) |")
-    assert any("(going) [running]" in row for row in rows) and any("(broke) [failed]" in row for row in rows)
+    assert "no runs found" in compare([tmp_path])

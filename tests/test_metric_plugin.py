@@ -44,5 +44,5 @@ def test_ter_plugin_drives_checkpoints_early_stopping_summary_and_compare(tmp_pa
                for k, v in zip(header, row.split(",")) if k == "val/ter" and v]
     assert summary["best_val"] == min(val_ter), "the best checkpoint is the one with the lowest val/ter"
 
-    table = run_zoo("compare", str(run_dir), cwd=tmp_path).stdout
-    assert "| ter |" in table
+    table = run_zoo("compare", str(run_dir), "--format", "markdown", cwd=tmp_path).stdout
+    assert "| ter |" in table and "sorted by ter (lower is better)" in table

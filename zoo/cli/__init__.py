@@ -12,7 +12,7 @@ COMMANDS = {
     "list": ("catalogue:run", "list registered components with their config fields"),
     "translate": ("predict:translate", "translate sentences (arguments or stdin lines) with a run's best checkpoint"),
     "attention": ("predict:attention", "write attention heatmaps (PNG) for one sentence into the run directory"),
-    "compare": ("compare:run", "leaderboard of finished runs (run or sweep directories) as a Markdown table"),
+    "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
 }
 
 

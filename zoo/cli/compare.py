@@ -1,13 +1,18 @@
-"""``zoo compare``: a leaderboard of finished runs."""
+"""``zoo compare``: a leaderboard of configurations over seeds."""
 from __future__ import annotations
 
 import argparse
 
 
 def run(args: list[str], description: str) -> None:
+    from zoo.report.compare import FORMATS, compare
+
     parser = argparse.ArgumentParser(prog="zoo compare", description=description)
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
+    parser.add_argument("--by", default="", help="group by these settings instead of by configuration, "
+                                                 "e.g. encoder,attention or encoder.hidden_size")
+    parser.add_argument("--sort", help="metric to sort by (default: the runs' monitored metric)")
+    parser.add_argument("--format", choices=FORMATS, default="table", help="table (terminal), markdown, csv or json")
     opts = parser.parse_args(args)
-    from zoo.report.compare import find_summaries, leaderboard
-
-    print(leaderboard(find_summaries(opts.paths)))
+    by = [key.strip() for key in opts.by.split(",") if key.strip()]
+    print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format))

@@ -1,82 +1,126 @@
-"""``zoo compare``: a leaderboard of finished runs, read only from their run directories.
+"""``zoo compare``: a leaderboard of configurations, read only from run directories.
 
-The columns follow the runs' own metrics: every metric any run reports, sorted by
-the monitored one in its own direction (higher or lower is better).
+One row per configuration with each metric's mean ± standard deviation and the
+number of seeds, cost columns and BLEU per source-length bucket; sorted by the
+monitored metric (or ``sort``) in its own direction. Running and failed runs are
+counted in the status column, never averaged in.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
-from zoo.registry import GROUP_KINDS
-from zoo.training.record import SUMMARY_FILE
-from zoo.training.summary import monitored_score
+from zoo.report.aggregate import COSTS, Group, Stat, group_runs
+from zoo.report.runs import Run, find_runs
+
+FORMATS = ("table", "markdown", "csv", "json")
 
 
-def find_summaries(paths: list[str | Path]) -> list[tuple[Path, dict]]:
-    """Every readable ``summary.json`` under ``paths`` (run or sweep directories) written by this zoo version."""
-    found = []
-    for path in map(Path, paths):
-        files = [path / SUMMARY_FILE] if (path / SUMMARY_FILE).is_file() else sorted(path.rglob(SUMMARY_FILE))
-        for file in files:
-            try:
-                summary = json.loads(file.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue  # a summary being written or damaged: not a finished run
-            if "monitor" in summary:
-                found.append((file.parent, summary))
-    return found
+class Leaderboard:
+    """Groups of runs, their columns and order, renderable as a terminal table, Markdown, CSV or JSON."""
 
+    def __init__(self, runs: list[Run], by: list[str] | None = None, sort: str | None = None) -> None:
+        self.runs = runs
+        usable = [run for run in runs if run.status not in ("old", "unreadable")]
+        self.skipped = [run for run in runs if run not in usable]
+        self.groups = group_runs(usable, by)
+        summaries = [run.summary for run in usable]
+        self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
+        self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)
+        directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
+        self.higher_is_better = directions[0] if directions else True
+        self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
+        self.buckets = sorted({b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+")))
+        self.groups.sort(key=self._rank)
 
-def _varying_kinds(summaries: list[dict]) -> list[str]:
-    """The component kinds whose name differs between runs: what the comparison is about."""
-    kinds = [kind.name for kind in GROUP_KINDS]
-    return [k for k in kinds if len({s.get("components", {}).get(k, {}).get("name") for s in summaries}) > 1]
-
-
-def _label(summary: dict, varying: list[str]) -> str:
-    components = summary.get("components", {})
-    names = ", ".join(f"{kind}={components.get(kind, {}).get('name', '?')}" for kind in varying)
-    return names or components.get("encoder", {}).get("name", "?")
-
-
-def _bucket_start(label: str) -> int:
-    return int(label.split("-")[0].rstrip("+"))  # '1-10' < '11-20' < '51+'
-
-
-def leaderboard(runs: list[tuple[Path, dict]]) -> str:
-    """A Markdown table: one row per run, best first by the monitored metric, with BLEU per source-length bucket."""
-    if not runs:
-        return f"no runs found (looked for {SUMMARY_FILE})"
-    summaries = [s for _, s in runs]
-    varying = _varying_kinds(summaries)
-    metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
-    monitor = summaries[0]["monitor"]
-    directions = [s["test"][monitor]["higher_is_better"] for s in summaries if monitor in s.get("test", {})]
-    higher_is_better = directions[0] if directions else True
-    buckets = sorted({b for s in summaries for b in s.get("breakdowns", {}).get("bleu_by_length", {})}, key=_bucket_start)
-    header = ["run", *metrics, "params", "frozen", "tokens/s", "train s", *[f"BLEU {b}" for b in buckets]]
-
-    def rank(run: tuple[Path, dict]) -> float:
-        score = monitored_score(run[1])
-        if score is None:
+    def _rank(self, group: Group) -> float:
+        stat = group.metrics.get(self.sort)
+        if stat is None:
             return float("inf")
-        return -score if higher_is_better else score
+        return -stat.mean if self.higher_is_better else stat.mean
 
-    rows = []
-    for path, s in sorted(runs, key=rank):
-        by_length = s.get("breakdowns", {}).get("bleu_by_length", {})
-        status = s.get("status", "finished")
-        parameters = s.get("parameters", {})
-        rows.append([
-            f"{_label(s, varying)} ({path.name})" + ("" if status == "finished" else f" [{status}]"),
-            *[f"{s['test'][m]['score']:.1f}" if m in s.get("test", {}) else "" for m in metrics],
-            f"{parameters.get('trainable', 0):,}",
-            f"{parameters.get('frozen', 0):,}",
-            f"{s.get('tokens_per_second') or 0:,.0f}",
-            f"{s.get('train_seconds', 0):.0f}",
-            *[f"{by_length[b]['bleu']:.1f} ({by_length[b]['count']})" if b in by_length else "" for b in buckets],
-        ])
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    # ------------------------------------------------------------------ cells
+    @staticmethod
+    def _status(group: Group) -> str:
+        counts = group.statuses
+        return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+    @staticmethod
+    def _stat(stat: Stat | None, digits: int = 1) -> str:
+        if stat is None:
+            return ""
+        return f"{stat.mean:,.{digits}f}" if stat.n == 1 else f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}"
+
+    def header(self) -> list[str]:
+        return ["configuration", "n", *self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets], "runs"]
+
+    def rows(self) -> list[list[str]]:
+        rows = []
+        for g in self.groups:
+            costs = [self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
+                     for c in self.costs]
+            rows.append([g.label, str(len(g.finished)), *[self._stat(g.metrics.get(m)) for m in self.metrics], *costs,
+                         *[self._stat(g.buckets.get(b)) for b in self.buckets], self._status(g)])
+        return rows
+
+    # ------------------------------------------------------------------ formats
+    def render(self, fmt: str = "table") -> str:
+        if not self.runs:
+            return "no runs found (looked for summary.json)"
+        return {"table": self.table, "markdown": self.markdown, "csv": self.csv, "json": self.json}[fmt]()
+
+    def _footnote(self) -> str:
+        order = "higher" if self.higher_is_better else "lower"
+        lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds"]
+        if self.skipped:
+            lines.append(f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
+                         + ", ".join(str(run.path) for run in self.skipped))
+        return "\n".join(lines)
+
+    def table(self) -> str:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(caption=self._footnote(), caption_justify="left")
+        for k, name in enumerate(self.header()):
+            table.add_column(name, justify="left" if k in (0, len(self.header()) - 1) else "right")
+        for row in self.rows():
+            table.add_row(*row)
+        out = io.StringIO()
+        Console(file=out, width=max(100, 14 * len(self.header())), color_system=None).print(table)
+        return out.getvalue().rstrip()
+
+    def markdown(self) -> str:
+        lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
+        return "\n".join(lines) + "\n\n" + self._footnote()
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        stat_columns = [*self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets]]
+        writer.writerow(["configuration", "n", *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
+                         "runs"])
+        for g in self.groups:
+            stats = [g.metrics.get(m) for m in self.metrics] + [g.costs.get(c) for c in self.costs]
+            stats += [g.buckets.get(b) for b in self.buckets]
+            cells = [value for s in stats for value in ((s.mean, s.std) if s else ("", ""))]
+            writer.writerow([g.label, len(g.finished), *cells, self._status(g)])
+        return out.getvalue().rstrip()
+
+    def json(self) -> str:
+        def stats(values: dict[str, Stat]) -> dict:
+            return {k: {"mean": s.mean, "std": s.std, "n": s.n} for k, s in values.items() if s}
+
+        rows = [{"configuration": g.label, "runs": [str(r.path) for r in g.runs], "status": dict(g.statuses),
+                 "metrics": stats(g.metrics), "costs": stats(g.costs), "bleu_by_length": stats(g.buckets)}
+                for g in self.groups]
+        return json.dumps({"sort": self.sort, "higher_is_better": self.higher_is_better, "rows": rows,
+                           "left_out": [str(r.path) for r in self.skipped]}, indent=2)
+
+
+def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table") -> str:
+    """The leaderboard of every run under ``paths``."""
+    return Leaderboard(find_runs(paths), by, sort).render(fmt)
