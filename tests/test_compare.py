@@ -3,8 +3,15 @@ import csv
 import io
 import json
 
-from zoo.report.compare import Leaderboard, compare
+import numpy as np
+import pytest
+
+from zoo.registry import discovery
+from zoo.report.compare import CompareError, Leaderboard, compare
 from zoo.report.runs import find_runs
+from zoo.report.stats import bootstrap_mean_difference
+
+discovery.discover()
 
 
 def summary(encoder: str, scores: dict, seed: int = 1, monitor: str = "bleu", status: str = "finished") -> dict:
@@ -80,3 +87,37 @@ def test_machine_readable_formats(tmp_path):
 
 def test_no_runs_says_where_it_looked(tmp_path):
     assert "no runs found" in compare([tmp_path])
+
+
+SENTENCES = [f"the {a} {n} sees {k} small {m} near the old tower" for a in ("big", "red", "old", "shy", "wet")
+             for n in ("dog", "cat", "fox", "owl") for k in ("a", "the") for m in ("bird", "frog")]
+
+
+def write_items(folder, hypotheses) -> None:
+    rows = [{"id": str(k), "hypothesis": h, "references": [r], "scores": {"ter": float(h != r)}}
+            for k, (h, r) in enumerate(zip(hypotheses, SENTENCES))]
+    (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_a_baseline_gets_paired_bootstrap_p_values_pooled_over_seeds(tmp_path):
+    garbled = [" ".join(s.split()[:-2]) for s in SENTENCES]  # the last two words missing
+    garbled_alike = [SENTENCES[0], " ".join(SENTENCES[1].split()[:5]), *garbled[2:]]  # one item better, one worse
+    for name, hypotheses, seeds in (("gru", garbled, (1, 2)), ("lstm", SENTENCES, (1, 2)), ("rnn", garbled_alike, (1,))):
+        for seed in seeds:
+            folder = tmp_path / f"{name}{seed}"
+            write(folder, summary(name, {"bleu": 100.0 if name == "lstm" else 20.0}, seed=seed))
+            write_items(folder, hypotheses)
+    board = Leaderboard(find_runs([tmp_path]), baseline="encoder=gru")
+    assert board.p_values["encoder=lstm"] < 0.01 and board.p_values["encoder=rnn"] > 0.05, board.p_values
+    rows = {row[0]: row for row in board.rows()}
+    assert rows["encoder=gru"][3] == "baseline" and rows["encoder=lstm"][3].endswith(" *")
+    assert "paired bootstrap" in board.render("markdown")
+    with pytest.raises(CompareError, match="matches 0 configurations"):
+        Leaderboard(find_runs([tmp_path]), baseline="transformer")
+
+
+def test_per_item_bootstrap_separates_real_differences_from_noise():
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.5, 0.1, 400)
+    assert bootstrap_mean_difference(base, base + 0.05) < 0.01
+    assert bootstrap_mean_difference(base, base + rng.normal(0, 0.1, 400)) > 0.05

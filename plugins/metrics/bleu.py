@@ -36,5 +36,8 @@ class BleuMetric(Metric):
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         return [self.sentence.sentence_score(h, list(refs)).score for h, refs in zip(hypotheses, references)]
 
+    def sacrebleu_metric(self) -> BLEU:
+        return BLEU(lowercase=self.cfg.lowercase)
+
     def signature(self) -> str:
         return str(self.corpus.get_signature())

@@ -31,5 +31,8 @@ class ChrfMetric(Metric):
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         return [self.chrf.sentence_score(h, list(refs)).score for h, refs in zip(hypotheses, references)]
 
+    def sacrebleu_metric(self) -> CHRF:
+        return CHRF(word_order=self.cfg.word_order)
+
     def signature(self) -> str:
         return str(self.chrf.get_signature())

@@ -5,7 +5,10 @@ import argparse
 
 
 def run(args: list[str], description: str) -> None:
+    from zoo.registry.discovery import discover
     from zoo.report.compare import FORMATS, compare
+
+    discover()  # metric plugins: significance tests rebuild them by name
 
     parser = argparse.ArgumentParser(prog="zoo compare", description=description)
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
@@ -13,6 +16,8 @@ def run(args: list[str], description: str) -> None:
                                                  "e.g. encoder,attention or encoder.hidden_size")
     parser.add_argument("--sort", help="metric to sort by (default: the runs' monitored metric)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="table (terminal), markdown, csv or json")
+    parser.add_argument("--baseline", help="a configuration (its name in the table) to test every other against: "
+                                           "paired bootstrap p-value of the sorted metric")
     opts = parser.parse_args(args)
     by = [key.strip() for key in opts.by.split(",") if key.strip()]
-    print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format))
+    print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format, baseline=opts.baseline))

@@ -24,6 +24,11 @@ class Metric:
         """One score per item (for significance tests over items), or None when the metric has no per-item form."""
         return None
 
+    def sacrebleu_metric(self) -> Any | None:
+        """A fresh ``sacrebleu.metrics`` object computing the same score, for sacrebleu's paired significance
+        tests; None (the default) means significance is tested by resampling :meth:`item_scores`."""
+        return None
+
     def signature(self) -> str | None:
         """A string that pins down how the latest :meth:`corpus_score` was computed (sacrebleu's signature), or None."""
         return None

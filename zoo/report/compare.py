@@ -12,16 +12,23 @@ import io
 import json
 from pathlib import Path
 
+from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, group_runs
 from zoo.report.runs import Run, find_runs
+from zoo.report.stats import METHOD, p_value, pool
 
 FORMATS = ("table", "markdown", "csv", "json")
+
+
+class CompareError(ZooError, ValueError):
+    """The comparison asked for cannot be made from these runs."""
 
 
 class Leaderboard:
     """Groups of runs, their columns and order, renderable as a terminal table, Markdown, CSV or JSON."""
 
-    def __init__(self, runs: list[Run], by: list[str] | None = None, sort: str | None = None) -> None:
+    def __init__(self, runs: list[Run], by: list[str] | None = None, sort: str | None = None,
+                 baseline: str | None = None) -> None:
         self.runs = runs
         usable = [run for run in runs if run.status not in ("old", "unreadable")]
         self.skipped = [run for run in runs if run not in usable]
@@ -34,6 +41,26 @@ class Leaderboard:
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
         self.buckets = sorted({b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+")))
         self.groups.sort(key=self._rank)
+        self.baseline = self._find(baseline) if baseline else None
+        self.p_values = self._significance() if self.baseline else {}
+
+    def _find(self, label: str) -> Group:
+        """The group named ``label`` (or the only one whose name contains it)."""
+        matches = [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
+        if len(matches) != 1:
+            shown = "; ".join(g.label for g in self.groups)
+            raise CompareError(f"--baseline {label!r} matches {len(matches)} configurations; choose one of: {shown}")
+        return matches[0]
+
+    def _significance(self) -> dict[str, float | None]:
+        """p-value of each configuration's difference from the baseline on the sorted metric."""
+        p_values = {}
+        for group in self.groups:
+            if group is self.baseline:
+                continue
+            pooled = pool(self.baseline.finished, group.finished)
+            p_values[group.label] = p_value(self.sort, *pooled) if pooled else None
+        return p_values
 
     def _rank(self, group: Group) -> float:
         stat = group.metrics.get(self.sort)
@@ -54,14 +81,25 @@ class Leaderboard:
         return f"{stat.mean:,.{digits}f}" if stat.n == 1 else f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}"
 
     def header(self) -> list[str]:
-        return ["configuration", "n", *self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets], "runs"]
+        significance = [f"p ({self.sort})"] if self.baseline else []
+        return ["configuration", "n", *self.metrics, *significance, *self.costs, *[f"BLEU {b}" for b in self.buckets],
+                "runs"]
+
+    def _p_cell(self, group: Group) -> list[str]:
+        if not self.baseline:
+            return []
+        if group is self.baseline:
+            return ["baseline"]
+        p = self.p_values.get(group.label)
+        return ["" if p is None else f"{p:.3f}" + (" *" if p < 0.05 else "")]
 
     def rows(self) -> list[list[str]]:
         rows = []
         for g in self.groups:
             costs = [self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
                      for c in self.costs]
-            rows.append([g.label, str(len(g.finished)), *[self._stat(g.metrics.get(m)) for m in self.metrics], *costs,
+            rows.append([g.label, str(len(g.finished)), *[self._stat(g.metrics.get(m)) for m in self.metrics],
+                         *self._p_cell(g), *costs,
                          *[self._stat(g.buckets.get(b)) for b in self.buckets], self._status(g)])
         return rows
 
@@ -74,6 +112,8 @@ class Leaderboard:
     def _footnote(self) -> str:
         order = "higher" if self.higher_is_better else "lower"
         lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds"]
+        if self.baseline:
+            lines.append(f"p: {self.sort} against {self.baseline.label} by {METHOD}; * p < 0.05")
         if self.skipped:
             lines.append(f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
                          + ", ".join(str(run.path) for run in self.skipped))
@@ -117,10 +157,14 @@ class Leaderboard:
         rows = [{"configuration": g.label, "runs": [str(r.path) for r in g.runs], "status": dict(g.statuses),
                  "metrics": stats(g.metrics), "costs": stats(g.costs), "bleu_by_length": stats(g.buckets)}
                 for g in self.groups]
+        for row in rows:
+            row["p_vs_baseline"] = self.p_values.get(row["configuration"])
         return json.dumps({"sort": self.sort, "higher_is_better": self.higher_is_better, "rows": rows,
+                           "baseline": self.baseline.label if self.baseline else None, "method": METHOD,
                            "left_out": [str(r.path) for r in self.skipped]}, indent=2)
 
 
-def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table") -> str:
+def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
+            baseline: str | None = None) -> str:
     """The leaderboard of every run under ``paths``."""
-    return Leaderboard(find_runs(paths), by, sort).render(fmt)
+    return Leaderboard(find_runs(paths), by, sort, baseline).render(fmt)
