@@ -44,6 +44,16 @@ SMALL_MODEL = {
 DEFAULT_CHOICES = {kind.name: kind.default for kind in GROUP_KINDS}
 
 
+def load_preset(path: Path) -> dict:
+    """A preset as written, merged over the presets it builds on (plain names in its defaults list)."""
+    preset = OmegaConf.to_container(OmegaConf.load(path))
+    entries = preset.get("defaults", [])
+    bases = [load_preset(path.parent / f"{entry}.yaml") for entry in entries if isinstance(entry, str) and entry != "_self_"]
+    merged = OmegaConf.to_container(OmegaConf.merge(*bases, preset)) if bases else preset
+    merged["defaults"] = [d for base in bases for d in base.get("defaults", [])] + [d for d in entries if isinstance(d, dict)]
+    return merged
+
+
 def chosen_groups(preset: dict) -> dict[str, str]:
     """The config groups a preset chooses in its defaults list (``override /encoder: transformer``)."""
     chosen = {}
@@ -112,7 +122,7 @@ def corpus_root(preset: dict, data_dir: Path) -> Path:
 
 def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | None]:
     """The preset as written, its shrunk overrides, the environment, and the corpus root it reads (if any)."""
-    preset = OmegaConf.to_container(OmegaConf.load(path))
+    preset = load_preset(path)
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     root = None
@@ -132,7 +142,7 @@ def check_run(run_dir: Path, corpus: Path | None) -> DictConfig:
     return config
 
 
-SINGLE = [p for p in PRESETS if not sweep_params(OmegaConf.to_container(OmegaConf.load(p)))]
+SINGLE = [p for p in PRESETS if not sweep_params(load_preset(p))]
 
 
 @pytest.mark.parametrize("path", SINGLE, ids=[p.stem for p in SINGLE])
