@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from zoo.registry import discovery
-from zoo.report.compare import CompareError, Leaderboard, compare
+from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
 from zoo.report.runs import find_runs
 from zoo.report.stats import bootstrap_mean_difference
 
@@ -68,19 +68,21 @@ def test_running_failed_old_and_damaged_runs_never_crash_it(tmp_path):
     write(tmp_path / "broke", {**summary("esn", {}), "status": "failed", "reason": "CorpusError: missing"})
     write(tmp_path / "half", '{"task": "transl')
     write(tmp_path / "old", {"test": {"bleu": 12.0}})
-    board = Leaderboard(find_runs([tmp_path]))
+    runs = find_runs([tmp_path])
+    board = Leaderboard([run for run in runs if run.path.name not in ("half", "old")])
     rows = {row[0]: row for row in board.rows()}
     assert board.groups[0].label == "encoder=gru" and rows["encoder=gru"][-1] == "1 finished"
     assert rows["encoder=lstm"][-1] == "1 running" and rows["encoder=esn"][-1] == "1 failed"
-    assert sorted(run.path.name for run in board.skipped) == ["half", "old"]
-    assert "left out 2 run(s)" in board.render("markdown")
+    assert sorted(run.status for run in runs if run.path.name in ("half", "old")) == ["old", "unreadable"]
+    report = compare([tmp_path], fmt="markdown")
+    assert "left out 2 run(s)" in report and "half" in report and "old" in report
 
 
 def test_machine_readable_formats(tmp_path):
     write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
     rows = list(csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv"))))
     assert rows[0]["configuration"] == "gru" and float(rows[0]["bleu mean"]) == 30.0  # alone: named by its encoder
-    data = json.loads(compare([tmp_path], fmt="json"))
+    (data,) = json.loads(compare([tmp_path], fmt="json"))
     assert data["rows"][0]["metrics"]["bleu"] == {"mean": 30.0, "std": 0.0, "n": 1}
     assert "│ gru " in compare([tmp_path])  # the terminal table
 
@@ -107,13 +109,15 @@ def test_a_baseline_gets_paired_bootstrap_p_values_pooled_over_seeds(tmp_path):
             folder = tmp_path / f"{name}{seed}"
             write(folder, summary(name, {"bleu": 100.0 if name == "lstm" else 20.0}, seed=seed))
             write_items(folder, hypotheses)
-    board = Leaderboard(find_runs([tmp_path]), baseline="encoder=gru")
+    board = Leaderboard(find_runs([tmp_path]))
+    (baseline,) = board.find("encoder=gru")
+    board.test_against(baseline)
     assert board.p_values["encoder=lstm"] < 0.01 and board.p_values["encoder=rnn"] > 0.05, board.p_values
     rows = {row[0]: row for row in board.rows()}
     assert rows["encoder=gru"][3] == "baseline" and rows["encoder=lstm"][3].endswith(" *")
-    assert "paired bootstrap" in board.render("markdown")
-    with pytest.raises(CompareError, match="matches 0 configurations"):
-        Leaderboard(find_runs([tmp_path]), baseline="transformer")
+    assert "paired bootstrap" in compare([tmp_path], fmt="markdown", baseline="encoder=gru")
+    with pytest.raises(CompareError, match="names no single configuration"):
+        compare([tmp_path], baseline="transformer")
 
 
 def test_per_item_bootstrap_separates_real_differences_from_noise():
@@ -121,3 +125,18 @@ def test_per_item_bootstrap_separates_real_differences_from_noise():
     base = rng.normal(0.5, 0.1, 400)
     assert bootstrap_mean_difference(base, base + 0.05) < 0.01
     assert bootstrap_mean_difference(base, base + rng.normal(0, 0.1, 400)) > 0.05
+
+
+def test_runs_on_another_test_set_or_metric_tokenisation_are_separated(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
+    other_data = summary("lstm", {"bleu": 20.0})
+    other_data["components"]["dataset"] = {"name": "synthetic", "max_words": 50}
+    write(tmp_path / "b", other_data)
+    intl = summary("rnn", {"bleu": 25.0})
+    intl["test"]["bleu"]["signature"] = "nrefs:1|tok:intl|version:2.6.0"
+    write(tmp_path / "c", intl)
+    write(tmp_path / "d", {**summary("esn", {}), "status": "running"})
+    sets = comparable_sets(find_runs([tmp_path]))
+    assert [sorted(r.path.name for r in runs) for _, runs in sets] == [["a", "d"], ["b"], ["c"]]
+    assert "another test set" in sets[1][0] and "metrics computed differently" in sets[2][0]
+    assert compare([tmp_path], fmt="markdown").count("| configuration |") == 3

@@ -28,12 +28,12 @@ class Leaderboard:
     """Groups of runs, their columns and order, renderable as a terminal table, Markdown, CSV or JSON."""
 
     def __init__(self, runs: list[Run], by: list[str] | None = None, sort: str | None = None,
-                 baseline: str | None = None) -> None:
+                 skipped: list[Run] | None = None) -> None:
+        """``runs`` must be comparable (see :func:`comparable_sets`); ``skipped`` are named under the table."""
         self.runs = runs
-        usable = [run for run in runs if run.status not in ("old", "unreadable")]
-        self.skipped = [run for run in runs if run not in usable]
-        self.groups = group_runs(usable, by)
-        summaries = [run.summary for run in usable]
+        self.skipped = skipped or []
+        self.groups = group_runs(runs, by)
+        summaries = [run.summary for run in runs]
         self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
         self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)
         directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
@@ -41,26 +41,20 @@ class Leaderboard:
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
         self.buckets = sorted({b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+")))
         self.groups.sort(key=self._rank)
-        self.baseline = self._find(baseline) if baseline else None
-        self.p_values = self._significance() if self.baseline else {}
+        self.baseline: Group | None = None
+        self.p_values: dict[str, float | None] = {}
 
-    def _find(self, label: str) -> Group:
-        """The group named ``label`` (or the only one whose name contains it)."""
-        matches = [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
-        if len(matches) != 1:
-            shown = "; ".join(g.label for g in self.groups)
-            raise CompareError(f"--baseline {label!r} matches {len(matches)} configurations; choose one of: {shown}")
-        return matches[0]
+    def find(self, label: str) -> list[Group]:
+        """The groups named ``label``, else those whose name contains it."""
+        return [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
 
-    def _significance(self) -> dict[str, float | None]:
-        """p-value of each configuration's difference from the baseline on the sorted metric."""
-        p_values = {}
+    def test_against(self, baseline: Group) -> None:
+        """p-value of each configuration's difference from ``baseline`` on the sorted metric."""
+        self.baseline = baseline
         for group in self.groups:
-            if group is self.baseline:
-                continue
-            pooled = pool(self.baseline.finished, group.finished)
-            p_values[group.label] = p_value(self.sort, *pooled) if pooled else None
-        return p_values
+            if group is not baseline:
+                pooled = pool(baseline.finished, group.finished)
+                self.p_values[group.label] = p_value(self.sort, *pooled) if pooled else None
 
     def _rank(self, group: Group) -> float:
         stat = group.metrics.get(self.sort)
@@ -105,8 +99,6 @@ class Leaderboard:
 
     # ------------------------------------------------------------------ formats
     def render(self, fmt: str = "table") -> str:
-        if not self.runs:
-            return "no runs found (looked for summary.json)"
         return {"table": self.table, "markdown": self.markdown, "csv": self.csv, "json": self.json}[fmt]()
 
     def _footnote(self) -> str:
@@ -164,7 +156,75 @@ class Leaderboard:
                            "left_out": [str(r.path) for r in self.skipped]}, indent=2)
 
 
+def _test_conditions(run: Run) -> tuple[str, str]:
+    """What must be equal for two runs' scores to be comparable: the task and its test set."""
+    dataset = run.summary.get("components", {}).get("dataset", {})
+    return run.summary.get("task", "?"), json.dumps(dataset, sort_keys=True)
+
+
+def _signatures(run: Run) -> str | None:
+    """How the run's metrics were computed (sacrebleu signatures without the version); None before any test."""
+    test = run.summary.get("test", {})
+    if not test:
+        return None
+    signatures = {m: "|".join(p for p in str(e.get("signature")).split("|") if not p.startswith("version:"))
+                  for m, e in test.items()}
+    return json.dumps(signatures, sort_keys=True)
+
+
+def comparable_sets(runs: list[Run]) -> list[tuple[str, list[Run]]]:
+    """Runs split into sets whose scores can be compared, each with a line saying how it differs from the first.
+
+    Two runs are comparable when they share the task, the test set (the dataset's config) and the way each
+    metric was computed (signature). Runs without test scores yet join the first set with their task and data.
+    """
+    sets: dict[tuple, list[Run]] = {}
+    for run in sorted(runs, key=lambda r: _signatures(r) is None):
+        conditions, signatures = _test_conditions(run), _signatures(run)
+        key = next((k for k in sets if k[0] == conditions and signatures in (None, k[1])), (conditions, signatures))
+        sets.setdefault(key, []).append(run)
+    keys = list(sets)
+    described = []
+    for key in keys:
+        if key is keys[0]:
+            described.append(("", sets[key]))
+            continue
+        (task, dataset), signatures = key
+        first_task, first_dataset = keys[0][0]
+        if task != first_task:
+            why = f"task {task}, not {first_task}"
+        elif dataset != first_dataset:
+            why = f"another test set: dataset {dataset}"
+        else:
+            why = f"metrics computed differently: {signatures}"
+        described.append((f"not comparable with the runs above ({why}):", sets[key]))
+    return described
+
+
 def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
             baseline: str | None = None) -> str:
-    """The leaderboard of every run under ``paths``."""
-    return Leaderboard(find_runs(paths), by, sort, baseline).render(fmt)
+    """The leaderboards of every run under ``paths``: one per set of comparable runs."""
+    runs = find_runs(paths)
+    usable = [run for run in runs if run.status not in ("old", "unreadable")]
+    skipped = [run for run in runs if run not in usable]
+    boards = [(why, Leaderboard(members, by, sort)) for why, members in comparable_sets(usable)]
+    boards = boards or [("", Leaderboard([], by, sort))]
+    boards[0][1].skipped = skipped
+    if baseline:
+        _set_baseline(boards, baseline)
+    if fmt == "json":
+        return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
+    if not runs:
+        return "no runs found (looked for summary.json)"
+    return "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards)
+
+
+def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
+    """Test every board holding exactly one configuration named ``label`` against it."""
+    found = [(board, board.find(label)) for _, board in boards]
+    if not any(len(groups) == 1 for _, groups in found):
+        shown = "; ".join(g.label for _, board in boards for g in board.groups)
+        raise CompareError(f"--baseline {label!r} names no single configuration; choose one of: {shown}")
+    for board, groups in found:
+        if len(groups) == 1:
+            board.test_against(groups[0])
