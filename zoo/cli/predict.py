@@ -31,10 +31,19 @@ def attention(args: list[str], description: str) -> None:
     parser = argparse.ArgumentParser(prog="zoo attention", description=description)
     parser.add_argument("run_dir")
     parser.add_argument("sentence")
+    parser.add_argument(
+        "--html",
+        action="store_true",
+        help="write one interactive page (explorer.html: every layer, head and kind, works offline) instead of PNGs",
+    )
     opts = parser.parse_args(args)
     import zoo
 
-    paths = zoo.load(opts.run_dir).attention_maps(opts.sentence)
+    predictor = zoo.load(opts.run_dir)
+    if opts.html:
+        print(predictor.attention_explorer(opts.sentence))
+        return
+    paths = predictor.attention_maps(opts.sentence)
     if not paths:
         print("this model has no attention to draw (e.g. attention=none with an RNN encoder)")
         return

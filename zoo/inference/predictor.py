@@ -80,14 +80,28 @@ class Predictor:
         """PNG heatmaps for one source under ``run_dir/attention/<source>/``."""
         from zoo.viz.attention_maps import write_attention_maps
 
+        return self._with_wandb(write_attention_maps, source)
+
+    def attention_explorer(self, source: Any) -> Path:
+        """One offline HTML page with every layer and head of one source's attention: ``run_dir/attention/<source>/explorer.html``."""
+        from zoo.viz.explorer import write_attention_explorer
+
+        return self._with_wandb(write_attention_explorer, source)
+
+    def attention_dir(self, source: Any) -> Path:
+        """Where the pictures of ``source`` go: ``run_dir/attention/<slug of the source>``."""
         slug = re.sub(r"[^\w]+", "_", str(source).strip())[:40].strip("_") or "source"
+        return self.run_dir / "attention" / slug
+
+    def _with_wandb(self, write: Any, source: Any) -> Any:
+        """Call a writer of :mod:`zoo.viz` for ``source``, logging to W&B when the training run did."""
         wandb_run = self._wandb_run("attention")
         try:
-            return write_attention_maps(
+            return write(
                 self.module.model,
                 self.task,
                 source,
-                self.run_dir / "attention" / slug,
+                self.attention_dir(source),
                 decode_cfg=self.decode_cfg,
                 wandb_run=wandb_run,
             )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -139,6 +140,58 @@ def grid_figure(weights: torch.Tensor, rows: list[str], cols: list[str], title: 
     return fig
 
 
+# --------------------------------------------------------------------------- one sentence's attention
+@dataclass
+class SentenceAttention:
+    """What a model attended to while translating one source: the weights and the labels of both axes."""
+
+    source: Any
+    output: str  # the decoded hypothesis as text
+    maps: dict[str, list[torch.Tensor]]  # kind -> per layer (H, queries, keys) of this one source
+    labels: dict[str, list[str]]  # "source", "target_in" (BOS + hypothesis), "target_out" (hypothesis + EOS)
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds present, in :data:`KINDS` order, then any other kind a decoder reported."""
+        return [k for k in KINDS if k in self.maps] + sorted(k for k in self.maps if k not in KINDS)
+
+    def axes(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query labels, key labels) of ``kind``; an unknown kind is read like cross-attention."""
+        row_axis, col_axis = AXES.get(kind, ("target_out", "source"))
+        return self.labels[row_axis], self.labels[col_axis]
+
+
+def sentence_attention(model: Any, task: Task, source: Any, decode_cfg: DecodeConfig | None = None) -> SentenceAttention:
+    """Decode one ``source`` (greedy unless ``decode_cfg`` says otherwise), then gather its attention weights.
+
+    The model is put in eval mode for the duration and then restored. The task
+    encodes the source and labels its positions; the target tokenizer labels the output.
+    """
+    if isinstance(source, str) and not source.strip():
+        raise AttentionMapError("the sentence is empty: there are no tokens to attend to; pass a non-empty sentence")
+    encoded = task.encode_sources([source])[0]
+    was_training = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        batch = task.collate_sources([encoded]).to(device)
+        decode = decode_cfg or DecodeConfig(strategy="greedy")
+        hypothesis = generate(model, batch, decode, max_len=task.output_limit(batch))[0]
+        target_in = torch.tensor([[BOS, *hypothesis]], dtype=torch.long, device=device)
+        maps = attention_weights(model, batch, target_in)
+    finally:
+        model.train(was_training)
+
+    hyp_labels = token_labels(task.target_tokenizer, hypothesis)
+    labels = {
+        "source": task.source_labels(encoded),
+        "target_in": [SPECIAL_TOKENS[BOS], *hyp_labels],
+        "target_out": [*hyp_labels, SPECIAL_TOKENS[EOS]],
+    }
+    one = {kind: [weights[0].float().cpu() for weights in layers] for kind, layers in maps.items()}
+    return SentenceAttention(source, task.decode_targets([hypothesis])[0], one, labels)
+
+
 # --------------------------------------------------------------------------- the entry point
 def write_attention_maps(
     model: Any,
@@ -169,36 +222,13 @@ def write_attention_maps(
         (hypothesis + EOS, the tokens being predicted) x source.
         A model without attention weights writes nothing and returns ``[]``.
     """
-    if isinstance(source, str) and not source.strip():
-        raise AttentionMapError("the sentence is empty: there are no tokens to attend to; pass a non-empty sentence")
-    encoded = task.encode_sources([source])[0]
-    was_training = model.training
-    model.eval()
-    try:
-        device = next(model.parameters()).device
-        batch = task.collate_sources([encoded]).to(device)
-        decode = decode_cfg or DecodeConfig(strategy="greedy")
-        hypothesis = generate(model, batch, decode, max_len=task.output_limit(batch))[0]
-        target_in = torch.tensor([[BOS, *hypothesis]], dtype=torch.long, device=device)
-        maps = attention_weights(model, batch, target_in)
-    finally:
-        model.train(was_training)
-
-    hyp_labels = token_labels(task.target_tokenizer, hypothesis)
-    labels = {
-        "source": task.source_labels(encoded),
-        "target_in": [SPECIAL_TOKENS[BOS], *hyp_labels],
-        "target_out": [*hyp_labels, SPECIAL_TOKENS[EOS]],
-    }
+    attention = sentence_attention(model, task, source, decode_cfg)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    kinds = [k for k in KINDS if k in maps] + sorted(k for k in maps if k not in KINDS)
-    for kind in kinds:
-        row_axis, col_axis = AXES.get(kind, ("target_out", "source"))
-        rows, cols = labels[row_axis], labels[col_axis]
-        for layer, weights in enumerate(maps[kind], start=1):
-            weights = weights[0]  # (H, queries, keys) of the one sentence
+    for kind in attention.kinds:
+        rows, cols = attention.axes(kind)
+        for layer, weights in enumerate(attention.maps[kind], start=1):
             for head in range(weights.shape[0]):
                 fig = heatmap_figure(weights[head], rows, cols, f"{kind} - layer {layer}, head {head + 1}")
                 written.append(_save(fig, out_dir / f"{kind}_layer{layer}_head{head + 1}.png"))

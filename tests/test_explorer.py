@@ -1,0 +1,232 @@
+"""The attention explorer: the page's embedded data, that it requests nothing, and how it behaves in Chromium."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+import torch
+
+import zoo
+from conftest import run_zoo
+from zoo import registry
+from zoo.contracts import Item
+from zoo.model import Seq2Seq
+from zoo.registry import discovery
+from zoo.viz.attention_maps import SentenceAttention, sentence_attention
+from zoo.viz.explorer import EXPLORER_FILE, explorer_data, render_explorer, write_attention_explorer
+
+discovery.discover()
+
+SOURCE_TEXTS = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
+TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
+SENTENCE = "the dog sat on a mat"
+LAYERS, HEADS = 2, 3
+KINDS = ["encoder_self", "decoder_self", "cross"]
+# How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def task():
+    """A translation task fitted on three sentence pairs, with short outputs (small pages)."""
+    cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
+    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
+    translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(SOURCE_TEXTS, TARGET_TEXTS))])
+    return translation
+
+
+def tiny_model(task, encoder="transformer", decoder="transformer", attention="scaled_dot"):
+    """A real, untrained model: LAYERS x HEADS where it has attention layers."""
+    names = {"frontend": "tokens", "posenc": "none", "encoder": encoder, "decoder": decoder, "attention": attention}
+    small = {"dim": 12, "hidden_size": 12, "embed_dim": 12, "d_model": 4 * HEADS, "heads": HEADS, "layers": LAYERS, "ff_dim": 16}
+    cfg = {}
+    for kind, name in names.items():
+        defaults = registry.default_config(kind, name)
+        cfg[kind] = {**defaults, **{k: v for k, v in small.items() if k in defaults}}
+    torch.manual_seed(0)
+    return Seq2Seq(cfg, task.source_description(), task.target_vocab_size)
+
+
+def embedded_data(page: str) -> dict:
+    match = re.search(r'<script type="application/json" id="attention-data">(.*?)</script>', page, re.S)
+    return json.loads(match.group(1))
+
+
+# --------------------------------------------------------------------------- the page as a file
+def test_page_embeds_every_kind_layer_head_and_token(task, tmp_path):
+    model = tiny_model(task)
+    path = write_attention_explorer(model, task, SENTENCE, tmp_path / "maps")
+    assert path == tmp_path / "maps" / EXPLORER_FILE
+    data = embedded_data(path.read_text(encoding="utf-8"))
+    attention = sentence_attention(model, task, SENTENCE)
+
+    assert data["source"] == SENTENCE and data["output"] == attention.output
+    assert data["components"]["encoder"] == "transformer" and data["components"]["attention"] == "scaled_dot"
+    assert [kind["name"] for kind in data["kinds"]] == KINDS
+    tokens = SENTENCE.split()
+    for kind in data["kinds"]:
+        assert kind["absent"] is None
+        assert (kind["queries"], kind["keys"]) == attention.axes(kind["name"])
+        assert len(kind["layers"]) == LAYERS and all(len(layer) == HEADS for layer in kind["layers"])
+        for layer, weights in zip(kind["layers"], attention.maps[kind["name"]]):
+            torch.testing.assert_close(torch.tensor(layer, dtype=torch.float32), weights, atol=6e-4, rtol=0)
+    assert data["kinds"][0]["queries"] == tokens and data["kinds"][2]["keys"] == tokens
+    assert data["kinds"][1]["queries"][0] == "<s>" and data["kinds"][2]["queries"][-1] == "</s>"
+
+
+def test_page_requests_nothing(task, tmp_path):
+    page = write_attention_explorer(tiny_model(task), task, SENTENCE, tmp_path).read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", page)
+    assert not re.search(r"\b(src|href)\s*=", page)
+    assert not re.search(r"\bimport\b|\bfetch\(|XMLHttpRequest|WebSocket|EventSource|url\(", page)
+    assert page.count("<script") == 2  # the data and the inline script, neither with a src
+
+
+def test_absent_kinds_are_named_with_their_reason(task, tmp_path):
+    rnn = embedded_data(write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn").read_text())
+    present = [kind for kind in rnn["kinds"] if not kind["absent"]]
+    assert [kind["name"] for kind in present] == ["cross"] and len(present[0]["layers"]) == 1 and len(present[0]["layers"][0]) == 1
+    reasons = {kind["name"]: kind["absent"] for kind in rnn["kinds"] if kind["absent"]}
+    assert reasons == {"encoder_self": "the encoder 'gru' has no self-attention", "decoder_self": "the decoder 'rnn' has no self-attention"}
+
+    none = embedded_data(write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none").read_text())
+    assert all(kind["absent"] for kind in none["kinds"]) and "attention=none" in none["kinds"][2]["absent"]
+
+
+def test_labels_cannot_close_the_script_element():
+    labels = {"source": ["</script>"], "target_in": [], "target_out": ["<!--"]}
+    tricky = SentenceAttention("</script><b>x", "y", {"cross": [torch.tensor([[[1.0]]])]}, labels)
+    page = render_explorer(explorer_data(tricky))
+    assert page.count("</script>") == 2 and "<!--" not in page
+    data = embedded_data(page)
+    assert data["source"] == "</script><b>x" and data["kinds"][2]["keys"] == ["</script>"] and data["kinds"][2]["queries"] == ["<!--"]
+
+
+def test_page_is_logged_to_wandb(task, tmp_path):
+    import wandb
+
+    logged = []
+
+    class FakeRun:
+        def log(self, data):
+            logged.append(data)
+
+    write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path, wandb_run=FakeRun())
+    assert list(logged[0]) == ["attention/explorer"] and isinstance(logged[0]["attention/explorer"], wandb.Html)
+
+
+def test_cli_writes_the_explorer_into_the_run_and_prints_its_path(trained_run, tmp_path):
+    out = run_zoo("attention", str(trained_run), "the dog sees the cat", "--html", cwd=tmp_path).stdout
+    path = trained_run / "attention" / "the_dog_sees_the_cat" / EXPLORER_FILE
+    assert out.strip() == str(path)
+    data = embedded_data(path.read_text(encoding="utf-8"))
+    assert data["kinds"][0]["absent"] and data["kinds"][2]["keys"] == ["the", "dog", "sees", "the", "cat"]
+    assert zoo.load(trained_run).attention_explorer("the dog sees the cat") == path  # the same from Python
+
+
+# --------------------------------------------------------------------------- the page in Chromium
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium driven by Playwright (no browser download: the system's binary)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it where it can)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+def open_page(browser, path):
+    """The page at ``path`` once drawn, with the lists its console errors and requests go to."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(10_000)
+    page.errors, page.requests = [], []
+    page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("request", lambda request: page.requests.append(request.url))
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready]")
+    return page
+
+
+def lines(page) -> list[dict]:
+    return page.eval_on_selector_all(
+        "line.link", "ls => ls.map(l => ({head: +l.dataset.head, query: +l.dataset.query, key: +l.dataset.key, "
+        "weight: +l.dataset.weight, opacity: +l.getAttribute('stroke-opacity'), colour: l.getAttribute('stroke')}))"
+    )
+
+
+def test_explorer_in_chromium_hover_select_and_screenshot(browser, task, tmp_path):
+    path = write_attention_explorer(tiny_model(task), task, SENTENCE, tmp_path)
+    data = embedded_data(path.read_text(encoding="utf-8"))
+    encoder = data["kinds"][0]
+    page = open_page(browser, path)
+
+    assert page.locator("#kinds button:not([disabled])").count() == 3
+    assert page.locator("#heads-grid .thumb canvas").count() == LAYERS * HEADS
+    assert page.locator(".token.query").all_text_contents() == SENTENCE.split()
+    assert page.locator(".token.key").all_text_contents() == SENTENCE.split()
+    before = lines(page)  # nothing hovered: every line of layer 1, head 1
+    assert {(link["query"], link["key"]) for link in before} == {
+        (i, j) for i, row in enumerate(encoder["layers"][0][0]) for j, w in enumerate(row) if w >= 0.01
+    }
+    assert all(link["head"] == 0 and link["opacity"] == link["weight"] for link in before)
+
+    page.hover(".token.query[data-index='1']")
+    hovered = lines(page)
+    row = encoder["layers"][0][0][1]
+    assert {link["query"] for link in hovered} == {1}
+    assert {link["key"]: link["weight"] for link in hovered} == {j: w for j, w in enumerate(row) if w >= 0.01}
+    assert page.locator(".token.query.focus").text_content() == "dog"
+    assert page.locator(".weight-label").all_text_contents() == [f"{w:.2f}" for w in row]
+    page.hover(".token.key[data-index='4']")
+    assert {link["key"] for link in lines(page)} == {4} and page.locator(".weight-label").count() == len(SENTENCE.split())
+
+    page.click("#heads-grid .thumb[data-layer='1'][data-head='2']")  # layer 2, head 3
+    assert "layer 2 of 2 · head 3 of 3" in page.inner_text("#view-title")
+    assert page.locator("#heads-grid .thumb.selected").get_attribute("data-head") == "2"
+    page.hover(".token.query[data-index='0']")
+    assert [link["weight"] for link in lines(page)] == [w for w in encoder["layers"][1][2][0] if w >= 0.01]
+
+    page.check("#all-heads")  # the mouse left the token: every line of every head of layer 2
+    every = lines(page)
+    assert {link["head"] for link in every} == set(range(HEADS)) and len({link["colour"] for link in every}) == HEADS
+    assert len(every) == sum(w >= 0.01 for head in encoder["layers"][1] for row in head for w in row)
+    page.hover(".token.query[data-index='0']")
+    assert page.locator(".weight-box").count() == HEADS * len(SENTENCE.split())
+
+    page.click("#kinds button[data-kind='cross']")
+    cross = data["kinds"][2]
+    assert page.locator(".token.query").all_text_contents() == cross["queries"] and cross["queries"][-1] == "</s>"
+    page.hover(".token.query[data-index='0']")
+    screenshot = tmp_path / "explorer.png"
+    page.screenshot(path=str(screenshot), full_page=True)
+    assert screenshot.read_bytes().startswith(b"\x89PNG") and screenshot.stat().st_size > 20_000
+
+    assert page.errors == []
+    assert page.requests == [path.as_uri()]  # the page itself, nothing else
+    page.close()
+
+
+def test_models_without_some_kinds_in_chromium(browser, task, tmp_path):
+    rnn = open_page(browser, write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn"))
+    assert rnn.locator("#kinds button[disabled]").all_inner_texts() == ["Encoder self-attention", "Decoder self-attention"]
+    assert "decoder self-attention — the decoder 'rnn' has no self-attention" in rnn.inner_text("#absent")
+    assert rnn.locator("#heads-grid .thumb").count() == 1 and rnn.locator("#all-heads").is_disabled()
+    rnn.hover(".token.key[data-index='0']")
+    assert {link["key"] for link in lines(rnn)} == {0}
+
+    none = open_page(browser, write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none"))
+    assert none.locator("#kinds button[disabled]").count() == 3
+    assert none.locator("#explorer").is_hidden() and none.locator("#empty").is_visible()
+    assert rnn.errors == [] and none.errors == []
+    rnn.close()
+    none.close()
