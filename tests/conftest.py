@@ -54,3 +54,25 @@ def trained_run(tmp_path_factory) -> Path:
     run_dir = work / "run"
     run_zoo("train", *TINY, f"hydra.run.dir={run_dir}", cwd=work)
     return run_dir
+
+
+# How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Debian Chromium driven by Playwright (the system's binary: nothing is downloaded)."""
+    import shutil
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it where it can)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=binary, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()

@@ -13,6 +13,7 @@ COMMANDS = {
     "translate": ("predict:translate", "translate sentences (arguments or stdin lines) with a run's best checkpoint"),
     "attention": ("predict:attention", "write attention heatmaps (PNG) for one sentence into the run directory"),
     "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
+    "dashboard": ("dashboard:run", "serve the comparison report on this machine, redrawn as runs progress"),
 }
 
 

@@ -6,7 +6,7 @@ import argparse
 
 def run(args: list[str], description: str) -> None:
     from zoo.registry.discovery import discover
-    from zoo.report.compare import FORMATS, compare
+    from zoo.report.compare import FORMATS, compare, write_report
 
     discover()  # metric plugins: significance tests rebuild them by name
 
@@ -18,6 +18,9 @@ def run(args: list[str], description: str) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="table (terminal), markdown, csv or json")
     parser.add_argument("--baseline", help="a configuration (its name in the table) to test every other against: "
                                            "paired bootstrap p-value of the sorted metric")
+    parser.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report (charts, samples)")
     opts = parser.parse_args(args)
     by = [key.strip() for key in opts.by.split(",") if key.strip()]
     print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format, baseline=opts.baseline))
+    if opts.html:
+        print(f"wrote {write_report(opts.paths, opts.html, by=by, sort=opts.sort, baseline=opts.baseline)}")

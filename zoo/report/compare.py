@@ -201,22 +201,44 @@ def comparable_sets(runs: list[Run]) -> list[tuple[str, list[Run]]]:
     return described
 
 
-def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
-            baseline: str | None = None) -> str:
-    """The leaderboards of every run under ``paths``: one per set of comparable runs."""
+def leaderboards(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None,
+                 baseline: str | None = None) -> list[tuple[str, Leaderboard]]:
+    """One leaderboard per set of comparable runs under ``paths`` (with a note saying how it differs)."""
     runs = find_runs(paths)
     usable = [run for run in runs if run.status not in ("old", "unreadable")]
-    skipped = [run for run in runs if run not in usable]
     boards = [(why, Leaderboard(members, by, sort)) for why, members in comparable_sets(usable)]
     boards = boards or [("", Leaderboard([], by, sort))]
-    boards[0][1].skipped = skipped
+    boards[0][1].skipped = [run for run in runs if run not in usable]
     if baseline:
         _set_baseline(boards, baseline)
+    return boards
+
+
+def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
+            baseline: str | None = None) -> str:
+    """The leaderboards of every run under ``paths`` as text."""
+    boards = leaderboards(paths, by, sort, baseline)
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
-    if not runs:
+    if not any(board.runs or board.skipped for _, board in boards):
         return "no runs found (looked for summary.json)"
     return "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards)
+
+
+def write_report(paths: list[str | Path], out: str | Path, by: list[str] | None = None, sort: str | None = None,
+                 baseline: str | None = None) -> Path:
+    """Write the self-contained HTML report of the runs under ``paths`` to ``out`` (atomically)."""
+    try:
+        from zoo.report.html import render
+    except ImportError as error:
+        raise CompareError(f"the HTML report needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
+
+    out = Path(out)
+    page = render(leaderboards(paths, by, sort, baseline), f"zoo compare: {', '.join(map(str, paths))}", out)
+    partial = out.with_name(f".{out.name}.tmp")
+    partial.write_text(page)
+    partial.replace(out)
+    return out
 
 
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:

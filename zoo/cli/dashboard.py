@@ -1,0 +1,31 @@
+"""``zoo dashboard``: watch runs and sweeps in a browser while they train."""
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: list[str], description: str) -> None:
+    parser = argparse.ArgumentParser(prog="zoo dashboard", description=description)
+    parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. multirun/)")
+    parser.add_argument("--port", type=int, default=8765, help="port on this machine (0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
+    parser.add_argument("--refresh", type=int, default=5, help="seconds between page reloads")
+    opts = parser.parse_args(args)
+    from zoo.errors import ZooError
+    from zoo.registry.discovery import discover
+
+    try:
+        from zoo.report.serve import make_server
+    except ImportError as error:
+        raise ZooError(f"the dashboard needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
+
+    discover()
+    server = make_server(opts.paths, opts.host, opts.port, opts.refresh)
+    host, port = server.server_address[:2]
+    print(f"zoo dashboard: http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
