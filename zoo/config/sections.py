@@ -5,8 +5,8 @@ call it while composing, :func:`zoo.config.validate.validate` does before a run 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
 
 from zoo.config.checks import Choice, ConfigError, at_least, fraction, in_unit_interval, one_of, positive
 from zoo.decoding import LengthPenalty, Strategy
@@ -122,9 +122,15 @@ class WandbMode(Choice):
 
 @dataclass
 class LoggerConfig:
-    wandb: bool = False  # CSV is always written; this adds Weights & Biases
-    project: str = "zoo"
+    # CSV is always written; each switch adds a tracker (presets: logger=wandb, tensorboard, mlflow).
+    wandb: bool = False  # Weights & Biases
+    tensorboard: bool = False  # TensorBoard event files in tensorboard/ (pip install 'zoo[tensorboard]')
+    mlflow: bool = False  # an MLflow run (pip install 'zoo[mlflow]')
+    project: str = "zoo"  # the W&B project and the MLflow experiment
     mode: Optional[WandbMode] = None  # online | offline | shared | disabled; None: $WANDB_MODE if set, else offline
+    group: Optional[str] = None  # W&B group; None: the sweep directory in a sweep, else the experiment preset
+    tags: List[str] = field(default_factory=list)  # W&B tags, besides one per component (encoder=gru, ...)
+    tracking_uri: Optional[str] = None  # MLflow tracking server or store; None: mlruns/ in the run directory
 
     def __post_init__(self) -> None:
         one_of(self, "mode", WandbMode)

@@ -18,11 +18,12 @@ from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.errors import ZooError
 from zoo.training.callbacks import Throughput
-from zoo.training.loggers import make_loggers
+from zoo.training.loggers import check_tracker_packages, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.evaluation import MetricSuite
 from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
 from zoo.training.summary import build_summary, print_result, write_outputs
+from zoo.training.tracking import one_wandb_run_per_job, send_results
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ def train(cfg: DictConfig) -> dict:
     run has started, ``summary.json`` records it as running, then finished or failed.
     """
     validate(cfg)
+    check_tracker_packages(cfg.logger)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     # Under DDP, ranks > 0 are relaunched into rank 0's run directory: only rank 0 (read from the
     # environment until the Trainer exists) checks it and writes files into it.
@@ -76,11 +78,12 @@ def train(cfg: DictConfig) -> dict:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     record = RunRecord(run_dir, run_identity(cfg, MetricSuite(cfg).monitor), writes)
     record.start()
-    try:
-        return _fit_and_test(cfg, run_dir, record)
-    except Exception as error:
-        record.fail(error)
-        raise
+    with one_wandb_run_per_job():  # in a sweep too: each job's W&B run ends with the job
+        try:
+            return _fit_and_test(cfg, run_dir, record)
+        except Exception as error:
+            record.fail(error)
+            raise
 
 
 def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:
@@ -114,6 +117,7 @@ def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:
     if trainer.is_global_zero:
         item_scores = module.metrics.item_scores(test["hypotheses"], [i.references for i in test["items"]]) if test else {}
         write_outputs(run_dir, test, item_scores, data.task, cfg.samples)
+        send_results(trainer, summary, test, data.task, cfg.samples)  # samples and final metrics to the trackers
         print_result(summary, run_dir)
     return summary
 

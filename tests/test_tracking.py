@@ -1,0 +1,108 @@
+"""Weights & Biases: one offline run per job, also in a sweep, carrying what the W&B UI groups and filters by.
+
+wandb no longer ships a Python reader for its ``.wandb`` files (the writer is its Go core), so
+``wandb_records`` reads them here: a LevelDB-style log (32 KiB blocks of length-prefixed chunks
+after a 7-byte ``:W&B`` header) of wandb's own protobuf ``Record`` messages.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import TINY, run_zoo
+from zoo.training.tracking import final_metrics, one_wandb_run_per_job, run_group
+
+BLOCK, CHUNK_HEADER = 32 * 1024, 7
+FULL, LAST = 1, 4
+
+
+def wandb_records(path: Path) -> list:
+    """Every record of an offline run's ``.wandb`` file, as wandb's protobuf messages."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", f"{path} is not a .wandb file"
+    records, pending, pos = [], b"", 7
+    while pos + CHUNK_HEADER <= len(data):
+        left_in_block = BLOCK - pos % BLOCK
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + CHUNK_HEADER])
+        if left_in_block < CHUNK_HEADER or (kind == 0 and length == 0):  # the rest of the block is padding
+            pos += left_in_block
+            continue
+        pending += data[pos + CHUNK_HEADER : pos + CHUNK_HEADER + length]
+        pos += CHUNK_HEADER + length
+        if kind in (FULL, LAST):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+            pending = b""
+    return records
+
+
+def offline_run(job_dir: Path) -> dict:
+    """What the job's only offline W&B run recorded: group, name, tags, config, summary, exit code, tables."""
+    (run_folder,) = (job_dir / "wandb").glob("offline-run-*")
+    (log,) = run_folder.glob("*.wandb")
+    run: dict = {"config": {}, "summary": {}, "exit_code": None, "folder": run_folder}
+    for record in wandb_records(log):
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            run.update(group=record.run.run_group, name=record.run.display_name, tags=list(record.run.tags))
+            run["config"].update({item.key: json.loads(item.value_json) for item in record.run.config.update})
+        elif kind == "summary":
+            run["summary"].update({item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                                   for item in record.summary.update})
+        elif kind == "exit":
+            run["exit_code"] = record.exit.exit_code
+    return run
+
+
+def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
+    sweep = tmp_path / "sweep"
+    run_zoo("train", "-m", *TINY, "logger=wandb", "logger.tags=[nightly]", "attention=additive,dot",
+            f"hydra.sweep.dir={sweep}", cwd=tmp_path, env={"WANDB_MODE": None})
+    for job, attention in (("0", "additive"), ("1", "dot")):
+        run = offline_run(sweep / job)
+        summary = json.loads((sweep / job / "summary.json").read_text())
+        assert run["exit_code"] == 0, "the job's run must be finished when the job ends"
+        assert run["group"] == str(sweep) and run["name"] == f"sweep/{job}"
+        assert {f"attention={attention}", "encoder=gru", "decoder=rnn", "nightly"} <= set(run["tags"])
+        assert run["config"]["attention.name"] == attention and run["config"]["encoder.hidden_size"] == 32
+        assert run["config"]["config_key"] == summary["config_key"]
+        assert run["summary"]["test/bleu"] == pytest.approx(summary["test"]["bleu"]["score"])
+        assert run["summary"]["parameters/trainable"] == summary["parameters"]["trainable"]
+        assert run["summary"]["latency_ms/beam"] == summary["latency_ms"]["beam"]
+        (table,) = (run["folder"] / "files" / "media" / "table").glob("samples_*.table.json")
+        rows = json.loads(table.read_text())
+        first = [json.loads(line) for line in (sweep / job / "test_items.jsonl").read_text().splitlines()][:3]
+        assert rows["columns"] == ["source", "references", "hypothesis"]
+        assert [row[2] for row in rows["data"]] == [item["hypothesis"] for item in first]
+
+
+def test_a_failed_job_finishes_its_run_as_failed(monkeypatch):
+    finished = []
+    fake_run = types.SimpleNamespace(finish=lambda exit_code: finished.append(exit_code))
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(run=fake_run))
+    with pytest.raises(RuntimeError), one_wandb_run_per_job():
+        raise RuntimeError("diverged")
+    with one_wandb_run_per_job():
+        pass
+    assert finished == [1, 0]
+
+
+def test_the_users_group_wins():
+    assert run_group(OmegaConf.create({"logger": {"group": "ablation-3"}})) == "ablation-3"
+
+
+def test_final_metrics_are_the_numbers_a_comparison_sorts_by():
+    summary = {"monitor": "bleu", "test": {"bleu": {"score": 20.5, "higher_is_better": True}}, "best_val": 19.0,
+               "parameters": {"trainable": 10, "frozen": 2}, "latency_ms": {"greedy": 1.5, "beam": None},
+               "train_seconds": 3.0, "tokens_per_second": None, "decode": "greedy"}
+    assert final_metrics(summary) == {"test/bleu": 20.5, "best_val/bleu": 19.0, "parameters/trainable": 10,
+                                      "parameters/frozen": 2, "latency_ms/greedy": 1.5, "train_seconds": 3.0}
