@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
 import torch
@@ -24,11 +23,6 @@ TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapi
 SENTENCE = "the dog sat on a mat"
 LAYERS, HEADS = 2, 3
 KINDS = ["encoder_self", "decoder_self", "cross"]
-# How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -130,20 +124,7 @@ def test_cli_writes_the_explorer_into_the_run_and_prints_its_path(trained_run, t
     assert zoo.load(trained_run).attention_explorer("the dog sees the cat") == path  # the same from Python
 
 
-# --------------------------------------------------------------------------- the page in Chromium
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Debian Chromium driven by Playwright (no browser download: the system's binary)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it where it can)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
-
-
+# --------------------------------------------------------------------------- the page in Chromium (conftest's `chromium`)
 def open_page(browser, path):
     """The page at ``path`` once drawn, with the lists its console errors and requests go to."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -164,11 +145,11 @@ def lines(page) -> list[dict]:
     )
 
 
-def test_explorer_in_chromium_hover_select_and_screenshot(browser, task, tmp_path):
+def test_explorer_in_chromium_hover_select_and_screenshot(chromium, task, tmp_path):
     path = write_attention_explorer(tiny_model(task), task, SENTENCE, tmp_path)
     data = embedded_data(path.read_text(encoding="utf-8"))
     encoder = data["kinds"][0]
-    page = open_page(browser, path)
+    page = open_page(chromium, path)
 
     assert page.locator("#kinds button:not([disabled])").count() == 3
     assert page.locator("#heads-grid .thumb canvas").count() == LAYERS * HEADS
@@ -216,15 +197,15 @@ def test_explorer_in_chromium_hover_select_and_screenshot(browser, task, tmp_pat
     page.close()
 
 
-def test_models_without_some_kinds_in_chromium(browser, task, tmp_path):
-    rnn = open_page(browser, write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn"))
+def test_models_without_some_kinds_in_chromium(chromium, task, tmp_path):
+    rnn = open_page(chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn"))
     assert rnn.locator("#kinds button[disabled]").all_inner_texts() == ["Encoder self-attention", "Decoder self-attention"]
     assert "decoder self-attention — the decoder 'rnn' has no self-attention" in rnn.inner_text("#absent")
     assert rnn.locator("#heads-grid .thumb").count() == 1 and rnn.locator("#all-heads").is_disabled()
     rnn.hover(".token.key[data-index='0']")
     assert {link["key"] for link in lines(rnn)} == {0}
 
-    none = open_page(browser, write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none"))
+    none = open_page(chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none"))
     assert none.locator("#kinds button[disabled]").count() == 3
     assert none.locator("#explorer").is_hidden() and none.locator("#empty").is_visible()
     assert rnn.errors == [] and none.errors == []
