@@ -11,7 +11,7 @@ COMMANDS = {
     "train": ("train:run", "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)"),
     "list": ("catalogue:run", "list registered components with their config fields"),
     "translate": ("predict:translate", "translate sentences (arguments or stdin lines) with a run's best checkpoint"),
-    "attention": ("predict:attention", "write attention heatmaps (PNG) for one sentence into the run directory"),
+    "attention": ("predict:attention", "attention heatmaps (PNG) or, with --html, an interactive explorer for one sentence"),
     "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
     "dashboard": ("dashboard:run", "serve the comparison report on this machine, redrawn as runs progress"),
 }
