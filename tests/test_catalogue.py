@@ -44,3 +44,8 @@ def test_each_kind_is_headed_by_its_role(listing):
 def test_filter_keeps_only_matching_names(tmp_path):
     out = run_zoo("list", "attention", "--filter", "dot", cwd=tmp_path).stdout
     assert out.startswith("attention: ") and "  dot " in out and "  scaled_dot " in out and "additive" not in out
+
+
+def test_a_kinds_optional_groups_are_listed_under_it(listing):
+    start = listing.index(next(line for line in listing if line.startswith("attention: ")))
+    assert listing[start + 1].strip().startswith("(also offered as self_attention=NAME, cross_attention=NAME;")

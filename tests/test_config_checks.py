@@ -110,6 +110,23 @@ def test_an_unknown_choice_is_rejected_at_composition_naming_the_allowed_values(
     assert overrides[-1].split("=")[0] in message and f"expected one of [{allowed}]" in message
 
 
+def test_an_optional_scorer_group_offers_every_scorer_and_rejects_typos():
+    cfg = composed("attention=scaled_dot", "cross_attention=additive", "cross_attention.hidden_size=64")
+    assert cfg.cross_attention.name == "additive" and cfg.cross_attention.hidden_size == 64
+    assert cfg.self_attention is None  # null: the attention choice
+    for overrides in (["cross_attention=additive", "cross_attention.hiden_size=64"],  # a field the scorer lacks
+                      ["cross_attention.hidden_size=64"],  # no scorer chosen there
+                      ["cross_atention=additive"]):  # no such group
+        with pytest.raises(ConfigCompositionException):
+            composed(*overrides)
+
+
+def test_a_kv_layout_sets_the_decoders_key_value_layout():
+    cfg = composed("experiment=transformer", "kv_layout=gqa")
+    assert (cfg.decoder.kv_heads, cfg.decoder.kv_latent_dim, cfg.encoder.kv_heads) == (2, None, None)
+    assert composed("experiment=transformer", "kv_layout=mla").decoder.kv_latent_dim == 32
+
+
 def test_choices_survive_yaml_plain_containers_and_building():
     cfg = composed("decoder=transformer", "decoder.norm=rmsnorm", "decode.strategy=beam")
     assert "norm: rmsnorm" in OmegaConf.to_yaml(cfg.decoder)
@@ -134,6 +151,11 @@ def test_choices_survive_yaml_plain_containers_and_building():
         (["data.max_tokens=0"], "data.max_tokens=0 must be >= 1"),
         (["decoder.dropout=1"], r"decoder.dropout=1.0 must be in \[0, 1\)"),
         (["encoder=transformer", "encoder.heads=3"], "encoder.d_model=256 must be a multiple of heads=3"),
+        (["decoder=transformer", "decoder.kv_heads=3"], "decoder.heads=4 must be a multiple of kv_heads=3"),
+        (["decoder=transformer", "decoder.kv_latent_dim=0"], "decoder.kv_latent_dim=0 must be >= 1"),
+        (["encoder=transformer", "encoder.self_attention_projections=false", "encoder.kv_heads=1"],
+         "encoder.self_attention_projections=False compares the vectors themselves"),
+        (["cross_attention=additive", "cross_attention.hidden_size=0"], "cross_attention.hidden_size=0 must be >= 1"),
         (["encoder=esn", "encoder.connectivity=0"], r"encoder.connectivity=0.0 must be in \(0, 1\]"),
         (["posenc=relative", "posenc.num_buckets=7"], "posenc.num_buckets=7 must be even"),
         (["tokenizer=bpe", "tokenizer.vocab_size=4"], "tokenizer.vocab_size=4 must be >= 5"),

@@ -8,6 +8,10 @@ Components are built from their default configs, with known size fields
 (``dim``, ``hidden_size``, ``layers``...) capped to tiny values when present
 (:func:`small_config`); a component without such fields is built as it is.
 
+Encoders and decoders whose config has the fields of a key/value layout
+(:data:`LAYOUTS`: grouped-query, multi-query, latent, parameter-free) are also
+tested in each such layout.
+
 Datasets are tested only when their config has no field naming files on disk
 or a download location (``root``, ``path``, ``dir``, ``file``, ``url``): those
 cannot be built generically without data.
@@ -54,6 +58,13 @@ SMALL_SIZES = {
     "test_size": 5,
 }
 FILE_FIELDS = ("root", "path", "dir", "file", "url")
+# Attention layouts a component is also tested in when its config has all the fields (heads 4: two groups of 2).
+LAYOUTS = {
+    "gqa": {"heads": 4, "kv_heads": 2},
+    "mqa": {"kv_heads": 1},
+    "mla": {"kv_latent_dim": 8},
+    "parameter-free": {"self_attention_projections": False},
+}
 
 
 def small_config(kind: str, name: str, **overrides) -> dict:
@@ -69,6 +80,12 @@ def small_config(kind: str, name: str, **overrides) -> dict:
 
 def names(kind: str) -> list[str]:
     return [entry.name for entry in registry.entries(kind)]
+
+
+def layouts(kind: str, name: str) -> list[str]:
+    """``default`` and every layout of :data:`LAYOUTS` whose fields the component's config has."""
+    fields = {f.name for f in dataclasses.fields(registry.get(kind, name).cls.Config)}
+    return ["default", *(layout for layout, options in LAYOUTS.items() if set(options) <= fields)]
 
 
 def source_mask() -> torch.Tensor:
@@ -194,15 +211,24 @@ def test_frontend_contract(name):
 
 
 # ------------------------------------------------------------------ encoders
-def build_encoder(name: str, input_dim: int = D):
-    extra = {"scorer": registry.default_config("attention", "scaled_dot")} if registry.get("encoder", name).cls.uses_scorer else {}
-    return registry.build("encoder", small_config("encoder", name), input_dim=input_dim, **extra)
+def build_encoder(name: str, input_dim: int = D, scorer: str | None = "scaled_dot", layout: str = "default"):
+    extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.uses_scorer else {}
+    return registry.build("encoder", small_config("encoder", name, **LAYOUTS.get(layout, {})), input_dim=input_dim, **extra)
 
 
-@pytest.mark.parametrize("name", names("encoder"))
-def test_encoder_shapes_and_gradients(name):
+def encoder_cases() -> list[tuple[str, str | None, str]]:
+    """Each encoder; one with self-attention with each scorer in each of its layouts."""
+    cases = []
+    for name in names("encoder"):
+        scorers = names("attention") if registry.get("encoder", name).cls.uses_scorer else [None]
+        cases += [(name, scorer, layout) for scorer in scorers for layout in layouts("encoder", name)]
+    return cases
+
+
+@pytest.mark.parametrize("name,scorer,layout", encoder_cases())
+def test_encoder_shapes_and_gradients(name, scorer, layout):
     seeded()
-    encoder = build_encoder(name).train()
+    encoder = build_encoder(name, scorer=scorer, layout=layout).train()
     mask = source_mask()
     x = torch.randn(B, S, D, requires_grad=True)
     out = encoder(x, mask)
@@ -216,10 +242,10 @@ def test_encoder_shapes_and_gradients(name):
     assert any(t.grad is not None and t.grad.abs().sum() > 0 for t in trainable), f"{name}: no gradient flows"
 
 
-@pytest.mark.parametrize("name", names("encoder"))
-def test_encoder_ignores_appended_padding(name):
+@pytest.mark.parametrize("name,scorer,layout", encoder_cases())
+def test_encoder_ignores_appended_padding(name, scorer, layout):
     seeded()
-    encoder = build_encoder(name).eval()
+    encoder = build_encoder(name, scorer=scorer, layout=layout).eval()
     mask = source_mask()
     x = torch.randn(B, S, D)
     extra = 3
@@ -241,8 +267,8 @@ def encoder_output(train: bool):
     return encoder, out
 
 
-def build_decoder(name: str, scorer: str, posenc: str, memory_dim: int, state_dim: int):
-    cfg = small_config("decoder", name)
+def build_decoder(name: str, scorer: str, posenc: str, layout: str, memory_dim: int, state_dim: int):
+    cfg = small_config("decoder", name, **LAYOUTS.get(layout, {}))
     if "hidden_size" in cfg:  # queries then match the memory size, which dot-product scorers need
         cfg["hidden_size"] = memory_dim
     return registry.build(
@@ -271,30 +297,31 @@ def target_ids() -> torch.Tensor:
     return y
 
 
-def decoder_cases() -> list[tuple[str, str, str]]:
-    """Each decoder with each scorer (posenc none) and with each posenc (scaled_dot attention)."""
+def decoder_cases() -> list[tuple[str, str, str, str]]:
+    """Each decoder, in each of its layouts, with each scorer (posenc none) and with each posenc (scaled_dot attention)."""
     cases = []
     for decoder in names("decoder"):
-        cases += [(decoder, scorer, "none") for scorer in names("attention")]
-        cases += [(decoder, "scaled_dot", posenc) for posenc in names("posenc") if posenc != "none"]
+        for layout in layouts("decoder", decoder):
+            cases += [(decoder, scorer, "none", layout) for scorer in names("attention")]
+            cases += [(decoder, "scaled_dot", posenc, layout) for posenc in names("posenc") if posenc != "none"]
     return cases
 
 
-def decoder_or_skip(name, scorer, posenc, enc_module):
+def decoder_or_skip(name, scorer, posenc, layout, enc_module):
     """Build the decoder; a decoder other than ``rnn`` may refuse a scorer/posenc with a clear ValueError."""
     try:
-        return build_decoder(name, scorer, posenc, enc_module.output_dim, enc_module.state_dim)
+        return build_decoder(name, scorer, posenc, layout, enc_module.output_dim, enc_module.state_dim)
     except ValueError as error:
         if name == "rnn":
             raise
         pytest.skip(f"decoder '{name}' refuses scorer '{scorer}' / posenc '{posenc}': {error}")
 
 
-@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
-def test_decoder_shapes_and_gradients(name, scorer, posenc):
+@pytest.mark.parametrize("name,scorer,posenc,layout", decoder_cases())
+def test_decoder_shapes_and_gradients(name, scorer, posenc, layout):
     seeded()
     encoder, enc = encoder_output(train=True)
-    decoder = decoder_or_skip(name, scorer, posenc, encoder).train()
+    decoder = decoder_or_skip(name, scorer, posenc, layout, encoder).train()
     y = target_ids()
     out = decoder(y, enc)
     assert out.logits.shape == (B, T, V)
@@ -309,11 +336,11 @@ def test_decoder_shapes_and_gradients(name, scorer, posenc):
         assert not unused, f"decoder parameters without gradient: {unused}"
 
 
-@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
-def test_decoder_steps_match_teacher_forcing(name, scorer, posenc):
+@pytest.mark.parametrize("name,scorer,posenc,layout", decoder_cases())
+def test_decoder_steps_match_teacher_forcing(name, scorer, posenc, layout):
     seeded()
     encoder, enc = encoder_output(train=False)
-    decoder = decoder_or_skip(name, scorer, posenc, encoder).eval()
+    decoder = decoder_or_skip(name, scorer, posenc, layout, encoder).eval()
     y = target_ids()
     with torch.no_grad():
         full = decoder(y, enc).logits
@@ -327,12 +354,12 @@ def test_decoder_steps_match_teacher_forcing(name, scorer, posenc):
                 assert torch.all(attn.masked_select(~enc.mask) == 0), "padded source positions got attention"
 
 
-@pytest.mark.parametrize("name,scorer,posenc", decoder_cases())
-def test_decoder_reorder_cache(name, scorer, posenc):
+@pytest.mark.parametrize("name,scorer,posenc,layout", decoder_cases())
+def test_decoder_reorder_cache(name, scorer, posenc, layout):
     """Reordering (and repeating, as beam search does) cache rows equals stepping reordered inputs."""
     seeded()
     encoder, enc = encoder_output(train=False)
-    decoder = decoder_or_skip(name, scorer, posenc, encoder).eval()
+    decoder = decoder_or_skip(name, scorer, posenc, layout, encoder).eval()
     y = target_ids()
     index = torch.tensor([2, 0, 1, 0])
     with torch.no_grad():

@@ -30,6 +30,22 @@ def test_transformer_encoder_scores_with_the_runs_scorer():
     assert "General" in type(model.encoder.layers[0].self_attn.scorer).__name__
 
 
+@pytest.mark.parametrize("encoder,decoder", [("transformer", "transformer"), ("transformer", "rnn")])
+def test_self_and_cross_attention_may_use_their_own_scorers(encoder, decoder):
+    """self_attention scores the encoder's (and a decoder's) self-attention, cross_attention the decoder's attention over the memory."""
+    cfg = config(encoder, decoder, attention="dot") | {
+        "self_attention": default_config("attention", "general"), "cross_attention": default_config("attention", "additive"),
+    }
+    model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
+    scorers = {"encoder self": model.encoder.layers[0].self_attn.scorer}
+    if decoder == "transformer":
+        scorers |= {"decoder self": model.decoder.layers[0].self_attn.scorer, "cross": model.decoder.layers[0].cross_attn.scorer}
+    else:
+        scorers["cross"] = model.decoder.scorer
+    names = {use: type(scorer).__name__ for use, scorer in scorers.items()}
+    assert names == {use: "AdditiveScorer" if use == "cross" else "GeneralScorer" for use in scorers}
+
+
 def test_relative_posenc_with_a_recurrent_encoder_is_refused_with_both_names():
     with pytest.raises(AssemblyError, match="posenc 'rotary'.*encoder 'gru'"):
         Seq2Seq(config(posenc="rotary"), SourceDescription("tokens", vocab_size=20), 30)

@@ -6,6 +6,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from zoo.config.schema import section
 from zoo.contracts import DecoderOutput, EncoderOutput, SourceDescription
 from zoo.errors import ZooError
 from zoo.registry import MODEL_KINDS, build, get
@@ -22,7 +23,9 @@ class Seq2Seq(nn.Module):
     """frontend -> (absolute posenc) -> encoder -> decoder (-> logits).
 
     Built from the plugin sections of a config: ``frontend``, ``posenc``,
-    ``encoder``, ``decoder`` and ``attention`` (the scorer the decoder uses), for
+    ``encoder``, ``decoder`` and the scorers: ``self_attention`` (the encoder's and
+    a decoder's self-attention) and ``cross_attention`` (a decoder's attention over
+    the memory), each ``attention`` unless set, for
     sources the task describes (``source``) and a target vocabulary of
     ``tgt_vocab_size`` ids. One setting sizes the model: a frontend whose ``dim``
     is null takes the width the encoder works at (a Transformer's ``d_model``).
@@ -43,7 +46,7 @@ class Seq2Seq(nn.Module):
         posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
         encoder_kwargs: dict[str, Any] = {"input_dim": self.frontend.output_dim}
         if encoder_cls.uses_scorer:
-            encoder_kwargs["scorer"] = cfg["attention"]
+            encoder_kwargs["scorer"] = section(cfg, "self_attention")
         if posenc_relative:
             if not encoder_cls.supports_relative_posenc:
                 raise AssemblyError(
@@ -55,14 +58,18 @@ class Seq2Seq(nn.Module):
         else:
             self.posenc = build("posenc", cfg["posenc"], dim=self.frontend.output_dim, heads=1)
         self.encoder = self._assemble("encoder", cfg, **encoder_kwargs)
+        decoder_kwargs: dict[str, Any] = {}
+        if get("decoder", cfg["decoder"]["name"]).cls.uses_self_scorer:
+            decoder_kwargs["self_scorer"] = section(cfg, "self_attention")
         self.decoder = self._assemble(
             "decoder",
             cfg,
             vocab_size=tgt_vocab_size,
             memory_dim=self.encoder.output_dim,
             state_dim=self.encoder.state_dim,
-            scorer=cfg["attention"],
+            scorer=section(cfg, "cross_attention"),
             posenc=cfg["posenc"],
+            **decoder_kwargs,
         )
         if cfg.get("model", {}).get("share_embeddings", False):
             self._share_embeddings(source.vocab_size, tgt_vocab_size)

@@ -12,21 +12,18 @@ from torch import nn
 from zoo import register
 from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
-from zoo.nn.multihead import MultiHeadAttention
 from zoo.registry import build
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm
+from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
 
 
 class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention over the encoder memory, feed-forward; each inside a :class:`Residual`."""
 
-    def __init__(self, cfg: TransformerLayout, scorer: Any, memory_dim: int) -> None:
+    def __init__(self, cfg: TransformerLayout, self_scorer: Any, cross_scorer: Any, memory_dim: int) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout)
+        self.self_attn = layout_attention(cfg, self_scorer)
         self.self_residual = Residual(cfg)
-        self.cross_attn = MultiHeadAttention(
-            cfg.d_model, cfg.heads, scorer, kdim=memory_dim, dropout=cfg.attention_dropout
-        )
+        self.cross_attn = layout_attention(cfg, cross_scorer, kdim=memory_dim)
         self.cross_residual = Residual(cfg)
         self.ff = FeedForward(cfg)
         self.ff_residual = Residual(cfg)
@@ -54,9 +51,12 @@ class DecoderLayer(nn.Module):
 class TransformerDecoder(Decoder):
     """Transformer decoder: causal self-attention + cross-attention per layer, any scorer and posenc, tied output (Vaswani et al., 2017).
 
-    Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=<attention cfg>, posenc=<posenc cfg>)``.
-    The scorer is built separately for every attention (self and cross, in every
-    layer). Target embeddings are multiplied by sqrt(d_model) and initialised
+    Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=<cross-attention scorer cfg>,
+    posenc=<posenc cfg>, self_scorer=<self-attention scorer cfg>)`` (``self_scorer`` null:
+    ``scorer`` for both). A scorer is built separately for every attention (self and
+    cross, in every layer). ``kv_heads`` and ``kv_latent_dim`` shape the keys and values
+    of both, and so what ``init_cache``/``step`` cache per layer (docs/transformer.md).
+    Target embeddings are multiplied by sqrt(d_model) and initialised
     N(0, 1/d_model), so they enter the first block with unit variance (Vaswani et
     al., 2017); with ``tie_embeddings`` the output projection reuses the embedding
     matrix (Press & Wolf, 2017). An absolute posenc is added to the embeddings
@@ -79,12 +79,13 @@ class TransformerDecoder(Decoder):
         d_model: Optional[int] = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
 
+    uses_self_scorer = True  # its self-attention may score with another scorer than its cross-attention
+
     def __init__(
         self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int = 0,
-        scorer: Any = "scaled_dot", posenc: Any = "sinusoidal",
+        scorer: Any = "scaled_dot", posenc: Any = "sinusoidal", self_scorer: Any = None,
     ) -> None:
         super().__init__()
-        scorer = {"name": scorer} if isinstance(scorer, str) else scorer
         posenc = {"name": posenc} if isinstance(posenc, str) else posenc
         cfg = dataclasses.replace(cfg, d_model=cfg.d_model or memory_dim)  # checks heads divide the width
         d = cfg.d_model
@@ -94,7 +95,9 @@ class TransformerDecoder(Decoder):
             self.target.embedding.weight[PAD].zero_()
         self.posenc = build("posenc", posenc, dim=d, heads=cfg.heads)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, scorer, memory_dim) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg, self_scorer or scorer, scorer, memory_dim) for _ in range(cfg.layers)
+        )
         self.final_norm = final_norm(cfg)
         self.attends = self.layers[0].cross_attn.scorer.attends
         self.return_attention = False
@@ -119,7 +122,7 @@ class TransformerDecoder(Decoder):
         return DecoderOutput(logits, maps if need else None)
 
     def init_cache(self, enc: EncoderOutput) -> dict:
-        """Per layer: an empty self-attention cache and the projected memory keys/values (B, H, S, d)."""
+        """Per layer: an empty self-attention cache and the projected memory: keys/values (B, kv_heads, S, d) or the latent (B, S, kv_latent_dim)."""
         return {"layers": [{"self": {}, "cross": layer.cross_attn.project_memory(enc.memory)} for layer in self.layers]}
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):

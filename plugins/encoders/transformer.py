@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import ConfigError
 from zoo.contracts import Encoder, EncoderOutput
-from zoo.nn.multihead import MultiHeadAttention
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm
+from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
 from zoo.registry import build
 
 log = logging.getLogger(__name__)
@@ -27,9 +27,9 @@ class TransformerEncoderOutput(EncoderOutput):
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each inside a :class:`Residual`."""
 
-    def __init__(self, cfg: TransformerLayout, scorer: Any) -> None:
+    def __init__(self, cfg: "TransformerEncoder.Config", scorer: Any) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout)
+        self.self_attn = layout_attention(cfg, scorer, projections=cfg.self_attention_projections)
         self.attn_residual = Residual(cfg)
         self.ff = FeedForward(cfg)
         self.ff_residual = Residual(cfg)
@@ -58,14 +58,27 @@ class TransformerEncoder(Encoder):
     with ``memory`` (B, S, d_model) (zero at padding), ``state`` (B, d_model) = the
     masked mean of ``memory``, and ``attention`` = per-layer (B, H, S, S) weights when
     ``need_weights`` (default: the ``return_attention`` attribute, False) is set.
+
+    ``self_attention_projections=false`` makes self-attention parameter-free, the form
+    taught before learned projections: each token's vector, split into heads, is
+    scored against the others' with the scorer, and the softmax weights mix the
+    vectors themselves (no W_q, W_k, W_v, W_o; a scorer's own parameters remain).
     """
 
     supports_relative_posenc = True
-    uses_scorer = True  # self-attention scores with the run's `attention` scorer, per head
+    uses_scorer = True  # self-attention scores with the run's self-attention scorer, per head
 
     @dataclass
     class Config(TransformerLayout):
-        pass
+        self_attention_projections: bool = True  # false: parameter-free self-attention, the vectors themselves are queries, keys and values
+
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            if not self.self_attention_projections and (self.kv_heads not in (None, self.heads) or self.kv_latent_dim):
+                raise ConfigError(
+                    "self_attention_projections=False compares the vectors themselves, so it has no key/value "
+                    "layout; leave kv_heads and kv_latent_dim unset"
+                )
 
     @staticmethod
     def natural_input_dim(cfg: Any) -> int:

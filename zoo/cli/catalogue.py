@@ -1,4 +1,5 @@
-"""``zoo list``: every registered component with its config fields, their allowed values and comments."""
+"""``zoo list``: every registered component with its config fields, their allowed values and comments,
+and the optional groups that offer a kind's components again (``cross_attention``)."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,9 @@ def run(args: list[str], description: str) -> None:
         if not shown:
             continue
         print(f"{kind.name}: {kind.role}")
+        if kind.optional_groups:
+            offered = ", ".join(f"{group}=NAME" for group in kind.optional_groups)
+            print(f"  (also offered as {offered}; left null, those follow the {kind.name} choice)")
         for entry in shown:
             print(f"  {entry.name:<12} {entry.description}  [{entry.module}]")
             for line in field_lines(entry.fields()):

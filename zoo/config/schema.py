@@ -2,8 +2,9 @@
 
 Every kind with a default (:data:`zoo.registry.kinds.GROUP_KINDS`) is a config
 group, typed by the chosen plugin's own dataclass (the registry stores it), and
-appears in the primary config's defaults list; the plain sections come from
-:mod:`zoo.config.sections`.
+appears in the primary config's defaults list; so does each optional group of a
+kind (:data:`zoo.registry.kinds.OPTIONAL_GROUPS`, e.g. ``cross_attention``), null
+unless chosen. The plain sections come from :mod:`zoo.config.sections`.
 """
 from __future__ import annotations
 
@@ -15,16 +16,23 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
-from zoo.registry.kinds import GROUP_KINDS
+from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
-PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default"}
+#: ``kv_layout`` (null unless chosen) sets the Transformer encoder's and decoder's key/value layout.
+PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layout": None}
 
 
 def defaults_list() -> list[Any]:
-    """The schema's own values first, then one default per kind and preset group, then an optional experiment."""
-    groups = {kind.name: kind.default for kind in GROUP_KINDS} | PRESET_GROUPS
+    """The schema's own values first, then one default per kind, optional and preset group, then an optional experiment."""
+    groups = {kind.name: kind.default for kind in GROUP_KINDS} | dict.fromkeys(OPTIONAL_GROUPS) | PRESET_GROUPS
     return ["_self_", *({group: choice} for group, choice in groups.items()), {"experiment": None}]
+
+
+def section(cfg: Any, group: str) -> Any:
+    """The config chosen in ``group``; an optional group left null gives its kind's (``cross_attention`` -> ``attention``)."""
+    chosen = cfg.get(group)
+    return cfg[OPTIONAL_GROUPS[group]] if chosen is None and group in OPTIONAL_GROUPS else chosen
 
 
 ZooConfig = dataclasses.make_dataclass(
@@ -32,6 +40,7 @@ ZooConfig = dataclasses.make_dataclass(
     [
         ("defaults", List[Any], field(default_factory=defaults_list)),
         *((kind.name, Any, MISSING) for kind in GROUP_KINDS),
+        *((group, Optional[Any], field(default=None)) for group in OPTIONAL_GROUPS),
         ("seed", int, field(default=1234)),
         ("plugin_dirs", List[str], field(default_factory=list)),
         ("samples", int, field(default=10)),  # sample outputs written to the run directory
@@ -47,6 +56,6 @@ ZooConfig = dataclasses.make_dataclass(
     ],
 )
 ZooConfig.__module__ = __name__
-ZooConfig.__doc__ = "A run's whole config: one section per kind, plus the plain sections."
+ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optional group), plus the plain sections."
 
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)

@@ -28,8 +28,10 @@ def validate(cfg: DictConfig) -> None:
     for section, config_cls in PLAIN_SECTIONS.items():
         _build(section, config_cls, _values(cfg[section]))
     for kind in GROUP_KINDS:
-        values = _values(cfg[kind.name])
-        _build(kind.name, get(kind.name, values.pop("name")).cls.Config, values)
+        for group in kind.groups:
+            if cfg.get(group) is not None:  # an optional group left null means the kind's own choice
+                values = _values(cfg[group])
+                _build(group, get(kind.name, values.pop("name")).cls.Config, values)
     at_least(cfg, "samples", 0)
     between(cfg, "seed", 0, 2**32 - 1)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded

@@ -110,7 +110,7 @@ class Encoder(nn.Module):
     """Built as ``cls(cfg, input_dim=D_in)``; sets ``output_dim`` and ``state_dim``.
 
     An encoder with self-attention sets ``uses_scorer = True`` and is also given
-    ``scorer=<attention cfg>`` (the run's scorer); one that applies relative position
+    ``scorer=<attention cfg>`` (the run's self-attention scorer); one that applies relative position
     encodings inside attention sets ``supports_relative_posenc = True`` and gets ``posenc=<cfg>``.
 
     ``forward(x (B, S, D_in), mask (B, S)) -> EncoderOutput``. Padded steps must
@@ -139,14 +139,18 @@ class DecoderOutput:
 
 class Decoder(nn.Module):
     """Target-side model. Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=cfg, posenc=cfg)``
-    where ``scorer`` and ``posenc`` are configs the decoder builds (per layer/head as it likes)
-    with :func:`zoo.registry.build`.
+    where ``scorer`` (the run's cross-attention scorer: attention over the encoder memory)
+    and ``posenc`` are configs the decoder builds (per layer/head as it likes) with
+    :func:`zoo.registry.build`. A decoder with self-attention sets ``uses_self_scorer = True``
+    and is also given ``self_scorer=cfg`` (the run's self-attention scorer).
 
     Training: ``forward(y_in (B, T), enc) -> DecoderOutput`` (teacher forcing).
     Generation: ``init_cache(enc)`` then ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, attn)``
     where ``attn`` is (B, S) cross-attention or None. The step logits must equal the
     teacher-forced logits at position ``t``.
     """
+
+    uses_self_scorer: bool = False
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         raise NotImplementedError

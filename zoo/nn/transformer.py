@@ -1,17 +1,20 @@
 """Building blocks shared by the Transformer encoder and decoder (Vaswani et al., 2017).
 
-The shared config fields (:class:`TransformerLayout`), the residual wrapper with
+The shared config fields (:class:`TransformerLayout`), a block's attention in that
+layout (:func:`layout_attention`), the residual wrapper with
 pre- or post-normalisation (:class:`Residual`), the feed-forward sublayer and the
 final norm of a pre-norm stack.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Optional
 
 import torch
 from torch import nn
 
 from zoo.config.checks import Choice, at_least, in_unit_interval, multiple_of, one_of
+from zoo.nn.multihead import MultiHeadAttention
 from zoo.nn.norms import Norm, make_norm
 
 
@@ -45,16 +48,27 @@ class TransformerLayout:
     attention_dropout: float = 0.0  # on the attention weights
     norm_position: NormPosition = NormPosition.pre  # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
     norm: Norm = Norm.layernorm  # layernorm (Ba et al., 2016) | rmsnorm (Zhang & Sennrich, 2019) | dyt: Dynamic Tanh (Zhu et al., 2025)
+    kv_heads: Optional[int] = None  # key/value heads shared by groups of query heads: null = heads | 1: multi-query (Shazeer, 2019) | else grouped-query (Ainslie et al., 2023)
+    kv_latent_dim: Optional[int] = None  # multi-head latent attention (DeepSeek-V2, 2024): cache this latent instead of keys and values
 
     def __post_init__(self) -> None:
-        for field in ("layers", "d_model", "heads", "ff_dim"):
+        for field in ("layers", "d_model", "heads", "ff_dim", "kv_heads", "kv_latent_dim"):
             at_least(self, field, 1)
         multiple_of(self, "d_model", "heads", "choose heads that divide d_model")
+        multiple_of(self, "heads", "kv_heads", "each key/value head serves a whole group of query heads")
         in_unit_interval(self, "dropout")
         in_unit_interval(self, "attention_dropout")
         one_of(self, "activation", Activation)
         one_of(self, "norm_position", NormPosition)
         one_of(self, "norm", Norm)
+
+
+def layout_attention(cfg: TransformerLayout, scorer: Any, **kwargs: Any) -> MultiHeadAttention:
+    """A block's multi-head attention with the layout's width, heads, key/value layout and attention dropout."""
+    return MultiHeadAttention(
+        cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout,
+        kv_heads=cfg.kv_heads, kv_latent_dim=cfg.kv_latent_dim, **kwargs,
+    )
 
 
 class Residual(nn.Module):

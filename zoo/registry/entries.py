@@ -1,7 +1,8 @@
 """One registry for every component, keyed by kind and name.
 
 A component is a class with a nested dataclass ``Config``. Registering it also
-stores that dataclass in Hydra's ConfigStore (group = kind, name = name), so a
+stores that dataclass in Hydra's ConfigStore (group = kind, and each of the
+kind's optional groups such as ``cross_attention``; name = name), so a
 misspelt or mistyped field is rejected when the config is composed, long before
 anything trains.
 """
@@ -163,8 +164,8 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         doc = inspect.getdoc(cls) or ""
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
         _ENTRIES[(kind, name)] = entry
-        if declared_kind(kind).is_group:  # a config group's choice; metrics are named in a list instead
-            ConfigStore.instance().store(group=kind, name=name, node=config_cls, provider=cls.__module__)
+        for group in declared_kind(kind).groups:  # config groups' choices; metrics are named in a list instead
+            ConfigStore.instance().store(group=group, name=name, node=config_cls, provider=cls.__module__)
         cls.registry_entry = entry
         return cls
 

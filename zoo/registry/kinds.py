@@ -15,7 +15,9 @@ class Kind:
 
     ``default`` names the built-in a run uses when the config chooses none; a kind
     with a default is a Hydra config group (``encoder=lstm``). ``metric`` has none:
-    a run names a list of them (``metrics=[bleu,chrf]``).
+    a run names a list of them (``metrics=[bleu,chrf]``). ``optional_groups`` offer
+    the same plugins for one use of the kind (``cross_attention=additive``); such a
+    group left null means the kind's own choice.
     """
 
     name: str
@@ -23,10 +25,16 @@ class Kind:
     contract: str  # the base class a plugin subclasses, in zoo.contracts
     role: str  # what a component of this kind receives and returns
     in_model: bool = False  # a part of the neural network (assembled by zoo.model)
+    optional_groups: tuple[str, ...] = ()  # more config groups offering this kind's plugins; null: the kind's choice
 
     @property
     def is_group(self) -> bool:
         return self.default is not None
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """Every config group whose options are this kind's plugins: its own and its optional ones."""
+        return (self.name, *self.optional_groups) if self.is_group else ()
 
 
 KINDS: tuple[Kind, ...] = (
@@ -38,13 +46,16 @@ KINDS: tuple[Kind, ...] = (
     Kind("posenc", "none", "PositionalEncoding", "x (B, T, D) -> x with positions, or hooks inside attention", in_model=True),
     Kind("encoder", "gru", "Encoder", "x (B, S, D), mask -> memory (B, S, H), mask, state (B, H)", in_model=True),
     Kind("decoder", "rnn", "Decoder", "target ids + encoder output -> logits (B, T, V); step() for generation", in_model=True),
-    Kind("attention", "additive", "Scorer", "queries (B, H, T, d), keys (B, H, S, d) -> scores (B, H, T, S)", in_model=True),
+    Kind("attention", "additive", "Scorer", "queries (B, H, T, d), keys (B, H, S, d) -> scores (B, H, T, S)", in_model=True,
+         optional_groups=("self_attention", "cross_attention")),
     Kind("metric", None, "Metric", "hypotheses, references per item -> corpus score, per-item scores"),
 )
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.name for kind in KINDS)
 #: Kinds chosen through a Hydra config group, in the order the config composes them.
 GROUP_KINDS: tuple[Kind, ...] = tuple(kind for kind in KINDS if kind.is_group)
+#: Optional config groups -> the kind whose plugins they offer (``cross_attention`` -> ``attention``).
+OPTIONAL_GROUPS: dict[str, str] = {group: kind.name for kind in GROUP_KINDS for group in kind.optional_groups}
 #: Kinds that make up the model, in the order data flows through them.
 MODEL_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS if kind.in_model)
 

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.config.schema import section
 from zoo.registry import GROUP_KINDS
 
 log = logging.getLogger("zoo.run")
@@ -61,7 +62,9 @@ def run_identity(cfg: DictConfig, monitor: str) -> dict:
         "seed": cfg.seed,
         "config_key": config_key(cfg),
         "overrides": list(hydra.overrides.task) if hydra else [],
-        "components": {kind.name: OmegaConf.to_container(cfg[kind.name], enum_to_str=True) for kind in GROUP_KINDS},
+        "components": {  # each kind's choice, and what each optional group used (its kind's choice when left null)
+            group: OmegaConf.to_container(section(cfg, group), enum_to_str=True) for kind in GROUP_KINDS for group in kind.groups
+        },
     }
 
 

@@ -11,7 +11,7 @@ import torch
 from omegaconf import DictConfig
 
 from zoo.inference.latency import latency_ms
-from zoo.registry import MODEL_KINDS
+from zoo.registry import MODEL_KINDS, OPTIONAL_GROUPS
 
 #: One line per test item: id, hypothesis, references and every per-item metric score.
 TEST_ITEMS_FILE = "test_items.jsonl"
@@ -86,7 +86,9 @@ def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[
 def print_result(summary: dict, run_dir: Path) -> None:
     """The result table a user sees at the end of ``zoo train``."""
     components = summary["components"]
-    model = ", ".join(f"{kind}={components[kind]['name']}" for kind in MODEL_KINDS if kind != "frontend")
+    chosen = [kind for kind in MODEL_KINDS if kind != "frontend"]
+    chosen += [group for group, kind in OPTIONAL_GROUPS.items() if components.get(group, components[kind]) != components[kind]]
+    model = ", ".join(f"{name}={components[name]['name']}" for name in chosen)
     rows = [("model", model)]
     rows += [(f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
              for name, entry in summary["test"].items()]
