@@ -26,7 +26,8 @@ def test_train_writes_a_complete_run_directory(trained_run):
     assert "experiment=smoke" in summary["overrides"]
     assert summary["latency_ms"]["greedy"] > 0 and summary["latency_ms"]["beam"] > 0
     first = json.loads((trained_run / "test_items.jsonl").read_text().splitlines()[0])
-    assert set(first) == {"id", "hypothesis", "references", "scores"} and set(first["scores"]) == {"bleu", "chrf"}
+    assert set(first) == {"id", "source", "hypothesis", "references", "scores"}
+    assert set(first["scores"]) == {"bleu", "chrf"}
     assert "validation epoch 0 step" in (trained_run / "train.log").read_text()
 
 

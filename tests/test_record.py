@@ -26,7 +26,8 @@ def test_config_key_ignores_seed_and_logging_but_not_the_model():
 def test_a_run_is_running_then_failed_with_its_reason(tmp_path):
     record = RunRecord(tmp_path, {"seed": 3}, writes=True)
     record.start()
-    assert json.loads((tmp_path / "summary.json").read_text()) == {"seed": 3, "status": "running", "latest_val": {}}
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"seed": 3, "status": "running", "latest_val": {},
+                                                                   "validations": []}
     record.fail(ValueError("bad things\nand more"))
     assert json.loads((tmp_path / "summary.json").read_text())["reason"] == "ValueError: bad things"
 
@@ -34,3 +35,10 @@ def test_a_run_is_running_then_failed_with_its_reason(tmp_path):
 def test_a_rank_that_does_not_write_records_nothing(tmp_path):
     RunRecord(tmp_path, {}, writes=False).start()
     assert not list(tmp_path.iterdir())
+
+
+def test_ctrl_c_is_recorded_as_interrupted_not_failed(tmp_path):
+    record = RunRecord(tmp_path, {}, writes=True)
+    record.on_exception(None, None, KeyboardInterrupt())
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and "stopped by the user" in summary["reason"]

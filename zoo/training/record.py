@@ -1,10 +1,10 @@
 """The run's record while it goes: ``summary.json`` from the first minute, one log line per validation.
 
 ``summary.json`` is written as soon as a run starts (status ``running``), updated
-after every validation with the latest metrics, and finally set to ``finished``
-or ``failed`` (with the reason), so ``zoo compare`` and a live view can read a
-sweep while it runs. Every write goes to a temporary file that is then renamed,
-so a reader never sees half a summary.
+after every validation with the latest metrics and the learning curve, and finally
+set to ``finished``, ``failed`` (with the reason) or ``interrupted`` (Ctrl-C), so
+``zoo compare`` and a live view can read a sweep while it runs. Every write goes to
+a temporary file that is then renamed, so a reader never sees half a summary.
 """
 from __future__ import annotations
 
@@ -80,10 +80,12 @@ class RunRecord(Callback):
         self.writes = writes
         self.started = time.time()
         self.latest_val: dict[str, float] = {}
+        self.validations: list[dict] = []  # the learning curve: epoch, step, seconds and every val metric
 
     def _write(self, status: str, **extra: Any) -> None:
         if self.writes:
-            write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val, **extra})
+            write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val,
+                                          "validations": self.validations, **extra})
 
     def start(self) -> None:
         self._write("running")
@@ -96,11 +98,20 @@ class RunRecord(Callback):
             for key, value in trainer.callback_metrics.items()
             if key.startswith("val/")
         }
+        seconds = round(time.time() - self.started, 1)
+        self.validations.append({"epoch": trainer.current_epoch, "step": trainer.global_step, "seconds": seconds,
+                                 **self.latest_val})
         scores = ", ".join(f"{name} {value:.2f}" for name, value in self.latest_val.items())
         if self.writes:
             log.info("validation epoch %d step %d: %s (%.0f s)", trainer.current_epoch, trainer.global_step, scores,
-                     time.time() - self.started)
-        self._write("running", epoch=trainer.current_epoch, step=trainer.global_step)
+                     seconds)
+        self._write("running", epoch=trainer.current_epoch, step=trainer.global_step,
+                    max_epochs=trainer.max_epochs)
+
+    def on_exception(self, trainer, module, exception: BaseException) -> None:
+        """Ctrl-C: Lightning stops training and exits; the record says the run was interrupted, not failed."""
+        if isinstance(exception, KeyboardInterrupt):
+            self._write("interrupted", reason="KeyboardInterrupt: stopped by the user")
 
     def fail(self, error: BaseException) -> None:
         """Mark the run failed with a one-line reason; the exception goes on to the caller."""
@@ -109,7 +120,8 @@ class RunRecord(Callback):
 
     def finish(self, summary: dict) -> dict:
         """The final summary: the identity, ``finished`` and everything the run measured."""
-        final = {**self.identity, "status": "finished", "latest_val": self.latest_val, **summary}
+        final = {**self.identity, "status": "finished", "latest_val": self.latest_val,
+                 "validations": self.validations, **summary}
         if self.writes:
             write_json_atomic(self.path, final)
         return final

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from zoo.inference.latency import latency_ms
 from zoo.registry import MODEL_KINDS, OPTIONAL_GROUPS
 
-#: One line per test item: id, hypothesis, references and every per-item metric score.
+#: One line per test item: id, source (as text), hypothesis, references and every per-item metric score.
 TEST_ITEMS_FILE = "test_items.jsonl"
 
 
@@ -74,7 +74,8 @@ def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[
     with open(run_dir / TEST_ITEMS_FILE, "w") as out:
         for k, (item, hypothesis) in enumerate(zip(test["items"], test["hypotheses"])):
             scores = {name: round(values[k], 4) for name, values in item_scores.items()}
-            row = {"id": item.id, "hypothesis": hypothesis, "references": list(item.references), "scores": scores}
+            row = {"id": item.id, "source": task.describe_source(item), "hypothesis": hypothesis,
+                   "references": list(item.references), "scores": scores}
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     blocks = []
     for item, hypothesis in list(zip(test["items"], test["hypotheses"]))[:samples]:
