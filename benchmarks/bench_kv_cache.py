@@ -41,7 +41,7 @@ def layout_name(decoder: dict) -> str:
         return f"mla (latent {decoder['kv_latent_dim']})"
     if kv_heads == heads:
         return f"mha ({heads} heads)"
-    return f"{'mqa' if kv_heads == 1 else 'gqa'} ({kv_heads} kv heads)"
+    return "mqa (1 kv head)" if kv_heads == 1 else f"gqa ({kv_heads} kv heads)"
 
 
 def nbytes(tensors: dict) -> int:

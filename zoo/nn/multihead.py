@@ -97,7 +97,9 @@ class MultiHeadAttention(nn.Module):
                 nn.init.zeros_(proj.bias)
             if kv_latent_dim:
                 # Down-projection without bias, then RMSNorm on the latent, as DeepSeek-V2 does.
-                self.compress = nn.Sequential(nn.Linear(kdim, kv_latent_dim, bias=False), nn.RMSNorm(kv_latent_dim, eps=1e-6))
+                down = nn.Linear(kdim, kv_latent_dim, bias=False)
+                nn.init.xavier_uniform_(down.weight)
+                self.compress = nn.Sequential(down, nn.RMSNorm(kv_latent_dim, eps=1e-6))
         else:
             self.q_proj = self.out_proj = nn.Identity()
         scorer_cfg = {"name": scorer} if isinstance(scorer, str) else scorer
