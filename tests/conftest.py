@@ -76,3 +76,19 @@ def chromium():
         browser = playwright.chromium.launch(executable_path=binary, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def task():
+    """A translation task fitted on three sentence pairs; outputs of at most source length + 1 ids (small pictures)."""
+    from zoo import registry
+    from zoo.contracts import Item
+    from zoo.registry import discovery
+
+    discovery.discover()
+    sources = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
+    targets = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
+    cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
+    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
+    translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(sources, targets))])
+    return translation

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from zoo import registry
-from zoo.contracts import BOS, Item
+from zoo.contracts import BOS
 from zoo.model import Seq2Seq
 from zoo.registry import discovery
 from zoo.viz.attention_maps import (
@@ -19,17 +19,8 @@ from zoo.viz.attention_maps import (
 discovery.discover()
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SOURCE_TEXTS = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
-TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
 
 
-@pytest.fixture(scope="module")
-def task():
-    """A translation task fitted on three sentence pairs; outputs of at most source length + 1 ids (small pictures)."""
-    cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
-    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
-    translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(SOURCE_TEXTS, TARGET_TEXTS))])
-    return translation
 
 
 def model(encoder: str, decoder: str, task, attention: str = "general", layers: int = 1, heads: int = 2):

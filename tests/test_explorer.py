@@ -10,7 +10,6 @@ import torch
 import zoo
 from conftest import run_zoo
 from zoo import registry
-from zoo.contracts import Item
 from zoo.model import Seq2Seq
 from zoo.registry import discovery
 from zoo.viz.attention_maps import SentenceAttention, sentence_attention
@@ -18,20 +17,11 @@ from zoo.viz.explorer import EXPLORER_FILE, explorer_data, render_explorer, writ
 
 discovery.discover()
 
-SOURCE_TEXTS = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
-TARGET_TEXTS = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
 SENTENCE = "the dog sat on a mat"
 LAYERS, HEADS = 2, 3
 KINDS = ["encoder_self", "decoder_self", "cross"]
 
 
-@pytest.fixture(scope="module")
-def task():
-    """A translation task fitted on three sentence pairs, with short outputs (small pages)."""
-    cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
-    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
-    translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(SOURCE_TEXTS, TARGET_TEXTS))])
-    return translation
 
 
 def tiny_model(task, encoder="transformer", decoder="transformer", attention="scaled_dot"):
