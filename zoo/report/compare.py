@@ -101,7 +101,8 @@ class Leaderboard:
     def render(self, fmt: str = "table") -> str:
         return {"table": self.table, "markdown": self.markdown, "csv": self.csv, "json": self.json}[fmt]()
 
-    def _footnote(self) -> str:
+    def footnote(self) -> str:
+        """How to read the table: the sort order, the significance method, the runs left out."""
         order = "higher" if self.higher_is_better else "lower"
         lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds"]
         if self.baseline:
@@ -115,7 +116,7 @@ class Leaderboard:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(caption=self._footnote(), caption_justify="left")
+        table = Table(caption=self.footnote(), caption_justify="left")
         for k, name in enumerate(self.header()):
             table.add_column(name, justify="left" if k in (0, len(self.header()) - 1) else "right")
         for row in self.rows():
@@ -127,7 +128,7 @@ class Leaderboard:
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
-        return "\n".join(lines) + "\n\n" + self._footnote()
+        return "\n".join(lines) + "\n\n" + self.footnote()
 
     def csv(self) -> str:
         out = io.StringIO()

@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from zoo.report.aggregate import Group, Stat
 from zoo.report.compare import Leaderboard
-from zoo.report.stats import METHOD, read_items
+from zoo.report.stats import read_items
 
 #: Sample outputs shown side by side, and attention pictures shown per run.
 SAMPLES = 8
@@ -215,7 +215,7 @@ def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refr
     for note, board in boards:
         if note:
             sections.append(f"<h2>{html.escape(note)}</h2>")
-        footnote = html.escape(board._footnote()).replace("\n", "<br>")
+        footnote = html.escape(board.footnote()).replace("\n", "<br>")
         sections += [
             "<h2>Leaderboard</h2>", _table(board.header(), board.rows()), f'<p class="note">{footnote}</p>',
             in_progress(board),
@@ -225,8 +225,6 @@ def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refr
             "<h2>Sample outputs</h2>", samples(board),
             "<h2>Attention</h2>", attention_pictures(board, report),
         ]
-    if any(board.baseline for _, board in boards):
-        sections.append(f'<p class="note">Significance: {html.escape(METHOD)}.</p>')
     refresh = f'<meta http-equiv="refresh" content="{refresh_seconds}">' if refresh_seconds else ""
     return PAGE.format(title=html.escape(title), plotly=get_plotlyjs(), refresh=refresh, sections="\n".join(sections))
 
