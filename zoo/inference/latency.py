@@ -27,11 +27,12 @@ def latency_ms(model: Any, task: Task, items: Sequence[Item], decode_cfg: Any, s
     decode = dataclasses.replace(decode_cfg, strategy=strategy)
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     timings = []
     try:
         for item in items[:LATENCY_ITEMS]:
             started = time.perf_counter()
-            batch = task.collate_sources(task.encode_sources([item.source])).to(next(model.parameters()).device)
+            batch = task.collate_sources(task.encode_sources([item.source])).to(device)
             generate(model, batch, decode, max_len=task.output_limit(batch))
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
