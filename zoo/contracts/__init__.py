@@ -3,7 +3,9 @@
 A plugin subclasses one of these bases, adds a nested dataclass ``Config`` and
 registers itself with :func:`zoo.registry.register`.
 """
-from zoo.contracts.data import BOS, EOS, PAD, SPECIAL_TOKENS, SPLITS, UNK, Dataset, Item, SourceDescription, Tokenizer
+from zoo.contracts.data import (
+    BOS, EOS, PAD, SPECIAL_TOKENS, SPLITS, UNK, Dataset, ImageSource, Item, SourceDescription, Tokenizer,
+)
 from zoo.contracts.metric import Metric
 from zoo.contracts.task import Task
 from zoo.contracts.model import (
@@ -17,7 +19,7 @@ from zoo.contracts.model import (
 )
 
 __all__ = [
-    "BOS", "EOS", "PAD", "SPECIAL_TOKENS", "SPLITS", "UNK", "Dataset", "Item", "SourceDescription", "Tokenizer",
+    "BOS", "EOS", "PAD", "SPECIAL_TOKENS", "SPLITS", "UNK", "Dataset", "ImageSource", "Item", "SourceDescription", "Tokenizer",
     "Metric", "Task",
     "Decoder", "DecoderOutput", "Encoder", "EncoderOutput", "Frontend", "PositionalEncoding", "Scorer",
 ]

@@ -1,8 +1,10 @@
 """Data contracts: special token ids, dataset items, datasets and tokenizers."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+import numpy as np
 
 # Special token ids shared by every tokenizer.
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -28,6 +30,28 @@ class Item:
     def __post_init__(self) -> None:
         if not self.references:
             raise ValueError(f"item {self.id!r} has no reference; every item needs at least one")
+
+
+@dataclass(frozen=True, eq=False)
+class ImageSource:
+    """An image an item describes: a file on disk, or pixels made in memory (synthetic scenes).
+
+    ``key`` names the image stably across runs and machines (the path relative to
+    the image root, a scene's id); precomputed features and caches are keyed by it.
+    Exactly one of ``path`` (any format Pillow reads) and ``pixels`` ((H, W, 3)
+    uint8 RGB) is set.
+    """
+
+    key: str
+    path: str | None = None
+    pixels: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.pixels is None):
+            raise ValueError(f"image {self.key!r} needs exactly one of a path and pixels")
+
+    def __str__(self) -> str:
+        return self.key
 
 
 @dataclass(frozen=True)

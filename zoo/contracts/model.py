@@ -17,13 +17,31 @@ class Frontend(nn.Module):
     ``Config`` has a ``dim: Optional[int]`` field, the output width; model assembly
     fills in a null one with the width the encoder works at, so one setting sizes
     the model. ``forward(source batch) -> (x (B, S, output_dim), mask (B, S) bool)``;
-    for text the batch is token ids (B, S). ``source_kind`` names the kind of
-    :class:`~zoo.contracts.SourceDescription` it reads.
+    for text the batch is token ids (B, S); for images it is pixels (B, 3, H, W),
+    float in [0, 1] (normalising them is the frontend's job: a pretrained backbone
+    brings its own mean and std); for precomputed features it is (B, S, F) floats.
+    ``source_kind`` names the kind of :class:`~zoo.contracts.SourceDescription` it
+    reads. An image frontend flattens its feature grid row-major into the sequence
+    and sets ``grid`` to the (rows, columns) of the latest batch, so attention over
+    the positions can be drawn on the image.
+
+    An image frontend with a backbone (``feature_dim`` > 0) also offers
+    :meth:`extract`: the backbone's grid before any projection, which
+    ``zoo features`` saves so later runs can train on it with ``frontend=features``.
+    ``image_size`` is the side in pixels such a frontend wants (a pretrained
+    network's training size); None lets the task choose.
     """
 
     source_kind: str = "tokens"
+    image_size: int | None = None
+    feature_dim: int = 0
 
     output_dim: int
+    grid: tuple[int, int] | None = None
+
+    def extract(self, images: torch.Tensor) -> torch.Tensor:
+        """Pixels (B, 3, H, W) in [0, 1] -> backbone features (B, rows * columns, feature_dim)."""
+        raise NotImplementedError(f"{type(self).__name__} has no backbone to extract features with")
 
 
 class PositionalEncoding(nn.Module):
