@@ -89,6 +89,7 @@ def task():
     sources = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
     targets = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
     cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
-    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"))
+    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"),
+                                 frontend=registry.default_config("frontend", "tokens"))
     translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(sources, targets))])
     return translation

@@ -19,6 +19,7 @@ cannot be built generically without data.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -196,6 +197,10 @@ def frontend_input(kind: str) -> tuple[SourceDescription, torch.Tensor, torch.Te
     if kind == "tokens":
         source = source_ids()
         return SourceDescription("tokens", vocab_size=V), source, source != PAD
+    if kind == "image":  # pixels in [0, 1]; every grid cell is real
+        return SourceDescription("image", channels=3, height=32, width=32), torch.rand(B, 3, 32, 32), None
+    if kind == "features":  # a 2 x 3 grid of 10 features
+        return SourceDescription("features", feature_dim=10, height=2, width=3), torch.randn(B, 6, 10), None
     raise AssertionError(f"the contract tests have no {kind} batch yet; add one to frontend_input()")
 
 
@@ -205,9 +210,12 @@ def test_frontend_contract(name):
     description, source, true_mask = frontend_input(registry.get("frontend", name).cls.source_kind)
     frontend = registry.build("frontend", small_config("frontend", name, dim=D), source=description).eval()
     x, mask = frontend(source)
-    assert x.shape == (B, source.shape[1], frontend.output_dim) and frontend.output_dim == D
+    positions = source.shape[1] if true_mask is not None else math.prod(frontend.grid)
+    assert x.shape == (B, positions, frontend.output_dim) and frontend.output_dim == D
     assert mask.dtype == torch.bool
-    assert torch.equal(mask, true_mask)
+    assert torch.equal(mask, true_mask if true_mask is not None else torch.ones(B, positions, dtype=torch.bool))
+    if frontend.feature_dim:  # a backbone: zoo features saves its grid
+        assert frontend.extract(source).shape == (B, positions, frontend.feature_dim)
 
 
 # ------------------------------------------------------------------ encoders
@@ -447,9 +455,19 @@ def test_dataset_contract(name):
 
 
 # ------------------------------------------------------------------ tasks
+def build_task(name: str):
+    """Task ``name`` with the word tokenizer and the frontend it chooses (else the first one it can feed)."""
+    task_cls = registry.get("task", name).cls
+    frontend = task_cls.component_defaults.get("frontend") or next(
+        f for f in names("frontend") if registry.get("frontend", f).cls.source_kind in task_cls.frontend_kinds
+    )
+    return registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"),
+                          frontend=registry.default_config("frontend", frontend))
+
+
 def task_and_items(name: str):
     """A task built with the word tokenizer, and tiny splits of a file-free dataset of its source kind."""
-    task = registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"))
+    task = build_task(name)
     datasets = [d for d in dataset_names_without_files() if registry.get("dataset", d).cls.source_kind == task.source_kind]
     assert datasets, f"no file-free dataset gives {task.source_kind} sources to test task '{name}' with"
     return task, registry.build("dataset", small_config("dataset", datasets[0])).splits()
@@ -462,17 +480,19 @@ def test_task_contract(name, tmp_path):
     task.fit(splits["train"])
     task.save(tmp_path)
     assert task.saved(tmp_path)
-    loaded = registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"))
+    loaded = build_task(name)
     assert not loaded.saved(tmp_path / "elsewhere")
     loaded.load(tmp_path)
     assert loaded.source_description() == task.source_description()
     items = splits["test"][:B]
     encoded = loaded.encode_sources([item.source for item in items])
-    assert encoded == task.encode_sources([item.source for item in items]), "a loaded task must encode like the fitted one"
     batch = loaded.collate_sources(encoded)
+    assert torch.equal(batch, task.collate_sources(task.encode_sources([item.source for item in items]))), \
+        "a loaded task must encode like the fitted one"
     assert batch.shape[0] == len(items)
     assert all(loaded.source_size(e) >= 1 for e in encoded)
-    assert len(loaded.source_labels(encoded[0])) == loaded.source_size(encoded[0])
+    labels = loaded.source_labels(encoded[0])  # [] when only the frontend knows the positions (an image's grid)
+    assert labels == [] or len(labels) == loaded.source_size(encoded[0])
     limit = loaded.output_limit(batch)
     assert limit.shape == (len(items),) and bool((limit >= 1).all())
     references = [item.references[0] for item in splits["train"][:B]]  # seen in training: no <unk>

@@ -27,6 +27,7 @@ def config(dataset=None, tokenizer="word", seed=7, joint_vocab=False, **data):
         "task": registry.default_config("task", "translation", joint_vocab=joint_vocab),
         "dataset": dataset,
         "tokenizer": registry.default_config("tokenizer", tokenizer),
+        "frontend": registry.default_config("frontend", "tokens"),
         "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, **data},
     })
 
@@ -207,3 +208,10 @@ def test_a_dataset_of_another_source_kind_is_refused_before_loading(tmp_path):
     registry.register("dataset", "pictures")(Pictures)
     with pytest.raises(DataError, match="gives image sources but task 'translation' reads text"):
         ZooDataModule(config(registry.default_config("dataset", "pictures")), tmp_path)
+
+
+def test_a_frontend_for_another_kind_of_source_is_refused_before_loading(tmp_path):
+    cfg = config()
+    cfg.frontend = registry.default_config("frontend", "cnn")
+    with pytest.raises(DataError, match="frontend 'cnn' reads image but task 'translation' gives tokens"):
+        ZooDataModule(cfg, tmp_path)

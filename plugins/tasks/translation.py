@@ -46,8 +46,8 @@ class TranslationTask(Task):
             if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
                 raise ConfigError(f"length_buckets={edges} must be positive word counts in increasing order")
 
-    def __init__(self, cfg: Config, tokenizer: Any) -> None:
-        super().__init__(cfg, tokenizer)
+    def __init__(self, cfg: Config, tokenizer: Any, frontend: Any) -> None:
+        super().__init__(cfg, tokenizer, frontend)
         self.source_tokenizer = None
 
     # ------------------------------------------------------------------ codecs

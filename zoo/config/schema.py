@@ -24,8 +24,13 @@ PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layo
 
 
 def defaults_list() -> list[Any]:
-    """The schema's own values first, then one default per kind, optional and preset group, then an optional experiment."""
-    groups = {kind.name: kind.default for kind in GROUP_KINDS} | dict.fromkeys(OPTIONAL_GROUPS) | PRESET_GROUPS
+    """The schema's own values first, then one default per kind, optional and preset group, then an optional experiment.
+
+    Kinds that choose other kinds' defaults (the task) come after those kinds: Hydra lets a
+    config override only choices already in the list.
+    """
+    kinds = sorted(GROUP_KINDS, key=lambda kind: kind.chooses_defaults)  # stable: declared order otherwise
+    groups = {kind.name: kind.default for kind in kinds} | dict.fromkeys(OPTIONAL_GROUPS) | PRESET_GROUPS
     return ["_self_", *({group: choice} for group, choice in groups.items()), {"experiment": None}]
 
 

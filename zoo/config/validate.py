@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.checks import ConfigError, at_least, between
 from zoo.config.schema import ZooConfig
+from zoo.data.datamodule import build_task
 from zoo.registry import GROUP_KINDS, get
 from zoo.training.evaluation import MetricSuite
 
@@ -35,6 +36,7 @@ def validate(cfg: DictConfig) -> None:
     at_least(cfg, "samples", 0)
     between(cfg, "seed", 0, 2**32 - 1)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
+    build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
 
 
 def _values(section: DictConfig) -> dict[str, Any]:

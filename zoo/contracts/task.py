@@ -21,24 +21,31 @@ class TaskError(ZooError, ValueError):
 
 
 class Task:
-    """Built as ``cls(cfg, tokenizer=<tokenizer cfg>)``; the tokenizer config builds the target
-    tokenizer (and, for text sources, the source one).
+    """Built as ``cls(cfg, tokenizer=<tokenizer cfg>, frontend=<frontend cfg>)``; the tokenizer config
+    builds the target tokenizer (and, for text sources, the source one); the frontend config
+    says what the model reads (pixels of what size, or precomputed features).
 
     Life cycle: :meth:`fit` on the training items (or :meth:`load` from a run
     directory), then :meth:`save`. After that the task encodes sources, batches
     them, bounds output lengths and turns target ids into text.
 
     Class attributes: ``source_kind`` must equal the dataset's; ``default_metrics``
-    and ``default_monitor`` name metric plugins used when the config names none.
+    and ``default_monitor`` name metric plugins used when the config names none;
+    ``frontend_kinds`` are the source descriptions it can give a frontend;
+    ``component_defaults`` ({kind: name}) are the task's choices for other kinds
+    unless the command line or an experiment chooses (captioning: ``scenes``, ``cnn``).
     """
 
     source_kind: str = "text"
+    frontend_kinds: tuple[str, ...] = ("tokens",)
     default_metrics: tuple[str, ...] = ()
     default_monitor: str = ""
+    component_defaults: dict[str, str] = {}
 
-    def __init__(self, cfg: Any, tokenizer: Any) -> None:
+    def __init__(self, cfg: Any, tokenizer: Any, frontend: Any) -> None:
         self.cfg = cfg
         self.tokenizer_cfg = tokenizer
+        self.frontend_cfg = frontend
         self.target_tokenizer: Tokenizer | None = None
 
     # ------------------------------------------------------------------ codecs
@@ -47,7 +54,8 @@ class Task:
         raise NotImplementedError
 
     def save(self, run_dir: Path) -> None:
-        """Write the trained codecs into ``run_dir``, each file complete or not at all."""
+        """Write the trained codecs into ``run_dir``, each file complete or not at all.
+        After :meth:`save` or :meth:`load` the task may keep caches under ``run_dir``."""
         raise NotImplementedError
 
     def saved(self, run_dir: Path) -> bool:
@@ -70,6 +78,10 @@ class Task:
     def source_size(self, encoded: Any) -> int:
         """Positions an encoded source takes in a batch (for token-budget batching)."""
         raise NotImplementedError
+
+    def fits(self, encoded: Any, max_len: int) -> bool:
+        """Whether a training pair with this source may be kept under ``data.max_len`` (its target is checked apart)."""
+        return self.source_size(encoded) <= max_len
 
     def collate_sources(self, encoded: Sequence[Any]) -> torch.Tensor:
         """Encoded sources -> the batch tensor the frontend reads."""

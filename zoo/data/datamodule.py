@@ -43,15 +43,22 @@ class EncodedSplit(TorchDataset):
 
 
 def build_task(cfg: Any) -> Task:
-    """The run's task plugin, checked against the dataset's kind of source."""
-    task = build("task", cfg["task"], tokenizer=cfg["tokenizer"])
-    dataset_kind = get("dataset", cfg["dataset"]["name"]).cls.source_kind
-    if dataset_kind != task.source_kind:
+    """The run's task plugin, checked against the dataset's kind of source and the frontend's."""
+    task_name, dataset_name, frontend_name = (cfg[kind]["name"] for kind in ("task", "dataset", "frontend"))
+    dataset_kind = get("dataset", dataset_name).cls.source_kind
+    task_cls = get("task", task_name).cls
+    if dataset_kind != task_cls.source_kind:
         raise DataError(
-            f"dataset '{cfg['dataset']['name']}' gives {dataset_kind} sources but task '{cfg['task']['name']}' "
-            f"reads {task.source_kind}; choose a dataset made for the task"
+            f"dataset '{dataset_name}' gives {dataset_kind} sources but task '{task_name}' reads "
+            f"{task_cls.source_kind}; choose a dataset made for the task (zoo list dataset)"
         )
-    return task
+    frontend_kind = get("frontend", frontend_name).cls.source_kind
+    if frontend_kind not in task_cls.frontend_kinds:
+        raise DataError(
+            f"frontend '{frontend_name}' reads {frontend_kind} but task '{task_name}' gives "
+            f"{' or '.join(task_cls.frontend_kinds)}; choose a frontend for the task (zoo list frontend)"
+        )
+    return build("task", cfg["task"], tokenizer=cfg["tokenizer"], frontend=cfg["frontend"])
 
 
 class ZooDataModule(L.LightningDataModule):
@@ -103,9 +110,9 @@ class ZooDataModule(L.LightningDataModule):
         targets = iter(self.task.encode_targets([ref for refs in references for ref in refs]))
         rows, sizes, skipped = [], [], 0
         for index, (source, refs) in enumerate(zip(sources, references)):
-            source_size = self.task.source_size(source)
+            source_size, fits = self.task.source_size(source), self.task.fits(source, self.max_len)
             for target in (next(targets) for _ in refs):
-                if split == "train" and (not target or max(source_size, len(target) + 1) > self.max_len):
+                if split == "train" and (not target or not fits or len(target) + 1 > self.max_len):
                     skipped += 1
                     continue
                 rows.append((source, target, index))

@@ -53,11 +53,11 @@ class Entry:
     description: str
 
     def fields(self) -> list[FieldInfo]:
-        """Every config field except the ``name`` tag, with its allowed values and comment."""
+        """Every config field except the ``name`` tag and Hydra's ``defaults``, with its allowed values and comment."""
         hints = _type_hints(self.config_cls)
         rows = []
         for f in dataclasses.fields(self.config_cls):
-            if f.name == "name":
+            if f.name in ("name", "defaults"):
                 continue
             if f.default is not dataclasses.MISSING:
                 default = f.default
@@ -137,11 +137,15 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
     base = getattr(cls, "Config", None)
     if base is None or not dataclasses.is_dataclass(base):
         raise RegistryError(f"{cls.__qualname__} needs a nested @dataclass named Config to register as {kind} '{name}'")
-    tagged = dataclasses.make_dataclass(
-        f"{kind.capitalize()}_{name}",
-        [("name", str, dataclasses.field(default=name))],
-        bases=(base,),
-    )
+    fields: list[tuple] = [("name", str, dataclasses.field(default=name))]
+    chosen = getattr(cls, "component_defaults", {})
+    if chosen:
+        if not declared_kind(kind).chooses_defaults:
+            raise RegistryError(f"{kind} '{name}' sets component_defaults, but only a task may choose other kinds' defaults")
+        # Hydra's defaults list: choices for other groups that the command line or an experiment may still override.
+        overrides = [{f"override /{group}@_global_.{group}": choice} for group, choice in chosen.items()]
+        fields.append(("defaults", list, dataclasses.field(default_factory=lambda: [*overrides, "_self_"])))
+    tagged = dataclasses.make_dataclass(f"{kind.capitalize()}_{name}", fields, bases=(base,))
     tagged.__module__ = cls.__module__
     return tagged
 

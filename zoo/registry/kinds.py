@@ -26,6 +26,7 @@ class Kind:
     role: str  # what a component of this kind receives and returns
     in_model: bool = False  # a part of the neural network (assembled by zoo.model)
     optional_groups: tuple[str, ...] = ()  # more config groups offering this kind's plugins; null: the kind's choice
+    chooses_defaults: bool = False  # its plugins may choose other kinds' defaults (captioning: scenes, cnn)
 
     @property
     def is_group(self) -> bool:
@@ -39,7 +40,8 @@ class Kind:
 
 KINDS: tuple[Kind, ...] = (
     Kind("task", "translation", "Task",
-         "owns sources and outputs: source codec, items -> training pairs, output length, metrics, samples, prediction"),
+         "owns sources and outputs: source codec, items -> training pairs, output length, metrics, samples, prediction",
+         chooses_defaults=True),
     Kind("dataset", "synthetic", "Dataset", "config -> items {id, source, references[]} for train/val/test"),
     Kind("tokenizer", "word", "Tokenizer", "text <-> token ids (trained on the training split)"),
     Kind("frontend", "tokens", "Frontend", "source batch -> vectors x (B, S, D) and mask (B, S)", in_model=True),

@@ -1,0 +1,119 @@
+"""Images as models read them: decoded once, resized to a square, kept as uint8.
+
+An :class:`~zoo.contracts.ImageSource` is a file (any format Pillow reads) or
+pixels made in memory. :func:`square_pixels` gives the (3, size, size) uint8
+tensor a batch stacks; the frontend turns it into floats and normalises it.
+:class:`ImageStore` decodes every image of a split once, in memory or in a file
+under the run's cache folder (a memory map), so an epoch never decodes a JPEG.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+
+from zoo.config.checks import Choice
+from zoo.contracts import ImageSource
+from zoo.errors import ZooError
+
+log = logging.getLogger(__name__)
+
+
+class ImageError(ZooError, ValueError):
+    """An image file is missing or cannot be decoded."""
+
+
+class Fit(Choice):
+    """How an image becomes a square of ``size`` pixels."""
+
+    center = "center"  # shorter side to size, then the central square (keeps the aspect ratio)
+    stretch = "stretch"  # the whole image squeezed to size x size (keeps everything in view)
+
+
+def read_rgb(image: ImageSource) -> Image.Image:
+    """The image as an RGB Pillow image; a missing or undecodable file is one line naming it."""
+    if image.pixels is not None:
+        return Image.fromarray(np.ascontiguousarray(image.pixels, dtype=np.uint8), "RGB")
+    try:
+        with Image.open(image.path) as opened:
+            return opened.convert("RGB")
+    except FileNotFoundError:
+        raise ImageError(f"image file {image.path} does not exist; check the dataset's image folder") from None
+    except (UnidentifiedImageError, OSError) as error:
+        raise ImageError(f"cannot decode image {image.path} ({error}); replace the file or skip broken images") from None
+
+
+def square_pixels(image: ImageSource, size: int, fit: Fit = Fit.center) -> torch.Tensor:
+    """(3, size, size) uint8 RGB pixels of ``image`` (bicubic resampling, as ImageNet pipelines use)."""
+    rgb = read_rgb(image)
+    if fit == Fit.center:
+        width, height = rgb.size
+        scale = size / min(width, height)
+        rgb = rgb.resize((max(size, round(width * scale)), max(size, round(height * scale))), Image.BICUBIC)
+        left, top = (rgb.size[0] - size) // 2, (rgb.size[1] - size) // 2
+        rgb = rgb.crop((left, top, left + size, top + size))
+    elif rgb.size != (size, size):
+        rgb = rgb.resize((size, size), Image.BICUBIC)
+    return torch.from_numpy(np.asarray(rgb, dtype=np.uint8).copy()).permute(2, 0, 1)
+
+
+def to_float(pixels: torch.Tensor) -> torch.Tensor:
+    """uint8 pixels -> float in [0, 1] (what image frontends read)."""
+    return pixels.float().div_(255.0)
+
+
+class ImageStore:
+    """Every image of a list decoded and resized once: ``store[k]`` is image ``k``'s (3, size, size) uint8 tensor.
+
+    In memory by default. With ``cache_file`` the pixels live in a ``.npy`` file
+    mapped into memory (written whole to a temporary name, then renamed; a later
+    run with the same images, size and fit reuses it), which keeps large datasets
+    out of RAM and lets a resumed run skip decoding.
+    """
+
+    def __init__(self, images: Sequence[ImageSource], size: int, fit: Fit, cache_file: Path | None = None) -> None:
+        self.keys = [image.key for image in images]
+        if cache_file is not None and self._cached(cache_file, size, fit):
+            self.pixels = torch.from_numpy(np.load(cache_file, mmap_mode="c"))
+            log.info("read %d decoded images from %s", len(self.keys), cache_file)
+            return
+        array = np.empty((len(images), 3, size, size), dtype=np.uint8)
+        for row, image in enumerate(images):
+            array[row] = square_pixels(image, size, fit).numpy()
+        if cache_file is not None:
+            self._write(cache_file, array, size, fit)
+            array = np.load(cache_file, mmap_mode="c")
+        self.pixels = torch.from_numpy(array)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, row: int) -> torch.Tensor:
+        return self.pixels[row]
+
+    def _meta(self, size: int, fit: Fit) -> dict:
+        return {"size": size, "fit": str(fit), "keys": self.keys}
+
+    def _cached(self, cache_file: Path, size: int, fit: Fit) -> bool:
+        meta_file = cache_file.with_suffix(".json")
+        try:
+            return json.loads(meta_file.read_text()) == self._meta(size, fit) and cache_file.is_file()
+        except (OSError, ValueError):
+            return False
+
+    def _write(self, cache_file: Path, array: np.ndarray, size: int, fit: Fit) -> None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        for path, write in (
+            (cache_file, lambda handle: np.save(handle, array)),
+            (cache_file.with_suffix(".json"), lambda handle: handle.write(json.dumps(self._meta(size, fit)).encode())),
+        ):
+            partial = path.with_name(path.name + ".partial")
+            with open(partial, "wb") as handle:
+                write(handle)
+            os.replace(partial, path)
