@@ -13,17 +13,17 @@ from zoo.contracts import Frontend, SourceDescription
 from zoo.nn.grid import GridProjection
 
 
-def conv_stage(in_channels: int, out_channels: int) -> nn.Sequential:
-    """Two 3x3 convolutions with batch norm and ReLU, then 2x2 max pooling: half the side, ``out_channels`` deep."""
+def conv_stage(in_channels: int, out_channels: int, convolutions: int) -> nn.Sequential:
+    """3x3 convolutions with batch norm and ReLU, then 2x2 max pooling: half the side, ``out_channels`` deep."""
     layers: list[nn.Module] = []
-    for channels in (in_channels, out_channels):
+    for channels in [in_channels] + [out_channels] * (convolutions - 1):
         layers += [nn.Conv2d(channels, out_channels, 3, padding=1, bias=False), nn.BatchNorm2d(out_channels), nn.ReLU()]
     return nn.Sequential(*layers, nn.MaxPool2d(2))
 
 
 @register("frontend", "cnn")
 class CNNFrontend(Frontend):
-    """VGG-style stages (two 3x3 convolutions and a 2x2 max pool each; Simonyan & Zisserman, 2015), then the grid.
+    """VGG-style stages (3x3 convolutions and a 2x2 max pool each; Simonyan & Zisserman, 2015), then the grid.
 
     ``forward(images (B, 3, H, W) in [0, 1]) -> (x (B, S, dim), mask (B, S))`` with
     ``S = (H / 2^stages) * (W / 2^stages)``: the last feature map flattened
@@ -39,11 +39,13 @@ class CNNFrontend(Frontend):
     class Config:
         dim: Optional[int] = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
         channels: list[int] = field(default_factory=lambda: [32, 64, 128])  # channels of each stage; each halves the side
+        convolutions: int = 1  # 3x3 convolutions per stage (VGG has 2-3; 1 keeps a CPU run fast)
         positions: bool = True  # add a learned row + column embedding to each grid cell
         dropout: float = 0.1  # dropout on the grid vectors
 
         def __post_init__(self) -> None:
             at_least(self, "dim", 1)
+            at_least(self, "convolutions", 1)
             in_unit_interval(self, "dropout")
             if not self.channels or min(self.channels) < 1:
                 raise ConfigError(f"channels={list(self.channels)} must list at least one positive channel count")
@@ -58,7 +60,9 @@ class CNNFrontend(Frontend):
                 "use fewer frontend.channels or a larger task.image_size"
             )
         self.output_dim = cfg.dim
-        self.stages = nn.Sequential(*(conv_stage(i, o) for i, o in zip([3, *cfg.channels], cfg.channels)))
+        self.stages = nn.Sequential(
+            *(conv_stage(i, o, cfg.convolutions) for i, o in zip([3, *cfg.channels], cfg.channels))
+        )
         self.to_sequence = GridProjection(cfg.channels[-1], cfg.dim, rows, columns, cfg.positions, cfg.dropout)
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,4 +1,4 @@
-"""The ``zoo`` command: train (Hydra), list, translate, attention."""
+"""The ``zoo`` command: train (Hydra), list, translate, caption, attention, features, compare, dashboard."""
 from __future__ import annotations
 
 import importlib
@@ -11,7 +11,9 @@ COMMANDS = {
     "train": ("train:run", "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)"),
     "list": ("catalogue:run", "list registered components with their config fields"),
     "translate": ("predict:translate", "translate sentences (arguments or stdin lines) with a run's best checkpoint"),
-    "attention": ("predict:attention", "attention heatmaps (PNG) or, with --html, an interactive explorer for one sentence"),
+    "caption": ("predict:caption", "caption image files with a captioning run's best checkpoint"),
+    "attention": ("predict:attention", "attention pictures (PNG) of one sentence or image; --html: an interactive explorer"),
+    "features": ("features:run", "run an image backbone (frontend=pretrained) over a dataset once; train on it with frontend=features"),
     "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
     "dashboard": ("dashboard:run", "serve the comparison report on this machine, redrawn as runs progress"),
 }

@@ -76,8 +76,17 @@ class Predictor:
         """:meth:`predict` under the name a translation user looks for."""
         return self.predict(sentences, batch_size, **decode_overrides)
 
+    def caption(self, images: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
+        """:meth:`predict` for a captioner: image file paths (or ImageSource) in, one caption each."""
+        return self.predict(images, batch_size, **decode_overrides)
+
     def attention_maps(self, source: Any) -> list[Path]:
-        """PNG heatmaps for one source under ``run_dir/attention/<source>/``."""
+        """PNG pictures of one source's attention under ``run_dir/attention/<source>/``: heatmaps for a
+        sentence; for an image, each word's attention laid over the image (Show, Attend and Tell style)."""
+        if self.task.source_kind == "image":
+            from zoo.viz.image_attention import write_image_attention
+
+            return self._with_wandb(write_image_attention, source)
         from zoo.viz.attention_maps import write_attention_maps
 
         return self._with_wandb(write_attention_maps, source)

@@ -1,0 +1,94 @@
+"""``zoo features OUT [OVERRIDES...]``: run an image backbone over a dataset once and save the grids.
+
+The overrides are those of ``zoo train`` (``task=captioning`` is implied): the
+dataset says which images, the task how they are resized, the frontend which
+backbone. Training then reads the file with ``frontend=features task.features=OUT``
+and spends no time in the backbone. An existing OUT is never overwritten.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from zoo.errors import ZooError
+
+CHUNK = 256  # images decoded at a time
+BATCH = 32  # images per backbone pass
+
+
+class FeatureCommandError(ZooError, ValueError):
+    """The command cannot extract features as asked."""
+
+
+def run(args: list[str], description: str) -> None:
+    parser = argparse.ArgumentParser(prog="zoo features", description=description)
+    parser.add_argument("out", help="the .pt file to write (must not exist yet)")
+    parser.add_argument("overrides", nargs="*", help="config overrides as for zoo train, e.g. frontend=pretrained dataset=karpathy")
+    opts = parser.parse_args(args)
+    out = Path(opts.out)
+    if out.exists():
+        raise FeatureCommandError(f"{out} already exists; choose another file name or delete it first")
+    if out.suffix != ".pt":
+        raise FeatureCommandError(f"{out}: features are written as a .pt file; end the name with .pt")
+    cfg = _compose(opts.overrides)
+    started = time.perf_counter()
+    table = extract(cfg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    table.save(partial)
+    os.replace(partial, out)
+    rows, columns = table.grid
+    print(f"wrote features of {len(table.features)} images ({rows}x{columns} grid, {table.feature_dim} each) "
+          f"to {out} in {time.perf_counter() - started:.0f} s; train with: frontend=features task.features={out}")
+
+
+def _compose(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    import zoo.config.schema  # noqa: F401  (stores the schema)
+    from zoo.config.renamed import check_renamed
+    from zoo.config.validate import validate
+    from zoo.registry.discovery import discover
+    from zoo.training.entry import plugin_dirs_from_overrides
+
+    discover(plugin_dirs_from_overrides(overrides))
+    if not any(o.startswith("task=") for o in overrides):
+        overrides = ["task=captioning", *overrides]
+    with initialize_config_module("zoo.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    check_renamed(cfg)
+    validate(cfg)
+    return cfg
+
+
+@torch.no_grad()
+def extract(cfg):
+    """The backbone grid of every image of every split, keyed by the image's key."""
+    from zoo.data.datamodule import build_task
+    from zoo.data.features import FeatureTable
+    from zoo.registry import build
+
+    task = build_task(cfg)
+    if task.source_kind != "image" or task.reads_features:
+        raise FeatureCommandError("zoo features needs a captioning task with an image frontend such as frontend=pretrained")
+    images = list({item.source.key: item.source for items in build("dataset", cfg.dataset).splits().values()
+                   for item in items}.values())
+    description = task.source_description()
+    frontend = build("frontend", {**cfg.frontend, "dim": cfg.frontend.dim or 1}, source=description).eval()
+    if not frontend.feature_dim:
+        raise FeatureCommandError(
+            f"frontend '{cfg.frontend.name}' has no backbone to extract features with; use frontend=pretrained"
+        )
+    features: dict[str, torch.Tensor] = {}
+    for start in range(0, len(images), CHUNK):
+        chunk = images[start : start + CHUNK]
+        pixels = task.collate_sources(task.encode_sources(chunk))
+        for offset in range(0, len(chunk), BATCH):
+            grids = frontend.extract(pixels[offset : offset + BATCH]).to(torch.float16)
+            for image, grid in zip(chunk[offset : offset + BATCH], grids):
+                features[image.key] = grid.clone()
+    return FeatureTable(features, tuple(frontend.grid))
