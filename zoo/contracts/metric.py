@@ -17,6 +17,16 @@ class Metric:
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """None when the metric can run here; otherwise one line saying why and what to install.
+
+        A metric that needs something optional (Java, an extra package, model files) says so
+        here, cheaply and without side effects: the metric suite then leaves it out with a
+        warning, and refuses it as the monitored metric.
+        """
+        return None
+
     def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         raise NotImplementedError
 

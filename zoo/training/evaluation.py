@@ -1,6 +1,7 @@
 """The metrics a run reports and the one it monitors, chosen by ``metrics`` and ``monitor``."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 from zoo.contracts import Metric
@@ -8,8 +9,16 @@ from zoo.errors import ZooError
 from zoo.registry import build, get, names
 
 
+log = logging.getLogger(__name__)
+_warned: set[str] = set()  # unavailable metrics already reported in this process (the suite is built several times)
+
+
 class MetricChoiceError(ZooError, ValueError):
-    """The config names a metric that is not registered."""
+    """The config names a metric that is not registered, or monitors one that cannot run here."""
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 class MetricSuite:
@@ -21,6 +30,9 @@ class MetricSuite:
     ``metrics`` is added, so ``monitor=ter`` alone is enough. The monitor picks the
     best checkpoint, stops training early, shows in the progress bar and is the
     value a sweep optimises.
+
+    A metric that cannot run here (:meth:`Metric.unavailable`, e.g. METEOR without Java)
+    is left out with a warning and listed in ``unavailable``; as the monitor it is an error.
     """
 
     def __init__(self, cfg: Any) -> None:
@@ -35,10 +47,25 @@ class MetricSuite:
                 f"unknown metric(s) {', '.join(unknown)}; registered metrics: {', '.join(names('metric'))} "
                 "(a metric plugin must be discovered: see plugin_dirs)"
             )
+        reason = get("metric", self.monitor).cls.unavailable()
+        if reason:
+            raise MetricChoiceError(
+                f"the monitored metric {self.monitor} cannot run here: {one_line(reason)}; choose another monitor"
+            )
         self.metrics: dict[str, Metric] = {}
+        self.unavailable: dict[str, str] = {}  # metrics left out: name -> why
         for options in chosen:
-            if options["name"] not in self.metrics:
-                self.metrics[options["name"]] = build("metric", options)
+            name = options["name"]
+            if name in self.metrics or name in self.unavailable:
+                continue
+            reason = get("metric", name).cls.unavailable()
+            if reason:
+                self.unavailable[name] = one_line(reason)
+                if name not in _warned:
+                    log.warning("metric %s left out: %s", name, self.unavailable[name])
+                    _warned.add(name)
+                continue
+            self.metrics[name] = build("metric", options)
 
     @property
     def mode(self) -> str:
