@@ -505,6 +505,9 @@ def test_task_contract(name, tmp_path):
 # ------------------------------------------------------------------ metrics
 @pytest.mark.parametrize("name", names("metric"))
 def test_metric_contract(name):
+    missing = registry.get("metric", name).cls.unavailable()
+    if missing:  # e.g. SPICE without its Java jars: absent with a note, never a crash
+        pytest.skip(missing)
     metric = registry.build("metric", registry.default_config("metric", name))
     references = [("the cat sat on the mat",), ("a dog runs in the big park", "a dog is running in the park")]
     perfect = [refs[0] for refs in references]

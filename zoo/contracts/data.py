@@ -50,6 +50,17 @@ class ImageSource:
         if (self.path is None) == (self.pixels is None):
             raise ValueError(f"image {self.key!r} needs exactly one of a path and pixels")
 
+    def __eq__(self, other: object) -> bool:  # pixels compare by value, not by array identity
+        if not isinstance(other, ImageSource):
+            return NotImplemented
+        same_pixels = (self.pixels is None) == (other.pixels is None) and (
+            self.pixels is None or np.array_equal(self.pixels, other.pixels)
+        )
+        return self.key == other.key and self.path == other.path and same_pixels
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.path))
+
     def __str__(self) -> str:
         return self.key
 

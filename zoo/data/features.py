@@ -11,6 +11,7 @@ per split, say), merged. An array is a grid flattened row-major,
 from __future__ import annotations
 
 import math
+import pickle
 import zipfile
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def _read(path: Path) -> tuple[dict[str, torch.Tensor], tuple[int, int] | None]:
         else:
             with np.load(path) as arrays:
                 table, grid = {key: torch.from_numpy(arrays[key]) for key in arrays.files}, None
-    except (OSError, RuntimeError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:
+    except (OSError, RuntimeError, ValueError, KeyError, TypeError, EOFError, pickle.UnpicklingError,
+            zipfile.BadZipFile) as error:
         raise FeatureError(f"cannot read features file {path} ({type(error).__name__}: {error}); extract it again") from None
     if not table:
         raise FeatureError(f"features file {path} holds no images")
