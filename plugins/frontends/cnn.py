@@ -38,7 +38,7 @@ class CNNFrontend(Frontend):
     @dataclass
     class Config:
         dim: Optional[int] = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
-        channels: list[int] = field(default_factory=lambda: [32, 64, 128])  # channels of each stage; each halves the side
+        channels: list[int] = field(default_factory=lambda: [16, 32, 64])  # channels of each stage; each halves the side
         convolutions: int = 1  # 3x3 convolutions per stage (VGG has 2-3; 1 keeps a CPU run fast)
         positions: bool = True  # add a learned row + column embedding to each grid cell
         dropout: float = 0.1  # dropout on the grid vectors
