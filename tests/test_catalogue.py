@@ -49,3 +49,8 @@ def test_filter_keeps_only_matching_names(tmp_path):
 def test_a_kinds_optional_groups_are_listed_under_it(listing):
     start = listing.index(next(line for line in listing if line.startswith("attention: ")))
     assert listing[start + 1].strip().startswith("(also offered as self_attention=NAME, cross_attention=NAME;")
+
+
+def test_a_task_shows_the_components_it_chooses(listing):
+    start = listing.index(next(line for line in listing if line.startswith("  captioning ")))
+    assert listing[start + 1].strip() == "(chooses, unless told otherwise: dataset=scenes, frontend=cnn, encoder=identity)"

@@ -33,6 +33,9 @@ def run(args: list[str], description: str) -> None:
             print(f"  (also offered as {offered}; left null, those follow the {kind.name} choice)")
         for entry in shown:
             print(f"  {entry.name:<12} {entry.description}  [{entry.module}]")
+            chosen = getattr(entry.cls, "component_defaults", {})
+            if chosen:
+                print(f"      (chooses, unless told otherwise: {', '.join(f'{k}={v}' for k, v in chosen.items())})")
             for line in field_lines(entry.fields()):
                 print(line)
         print()
