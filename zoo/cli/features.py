@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -91,4 +92,5 @@ def extract(cfg):
             grids = frontend.extract(pixels[offset : offset + BATCH]).to(torch.float16)
             for image, grid in zip(chunk[offset : offset + BATCH], grids):
                 features[image.key] = grid.clone()
+        print(f"  {len(features)}/{len(images)} images", file=sys.stderr, flush=True)
     return FeatureTable(features, tuple(frontend.grid))
