@@ -17,6 +17,8 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from conftest import ROOT, run_zoo
+from zoo import registry
+from zoo.registry.discovery import discover
 from zoo.registry.kinds import GROUP_KINDS
 
 PRESETS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
@@ -33,13 +35,17 @@ FEW_BATCHES = [
 # Tiny data, by dataset: a preset that picks a dataset not named here must say how to shrink it.
 SMALL_DATA = {
     "synthetic": ["dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"],
+    "scenes": ["dataset.train_size=32", "dataset.val_size=4", "dataset.test_size=4"],
     "parallel": [],  # reads the tiny corpus written by tiny_multi30k()
+    "karpathy": [],  # reads the tiny split file and images written by tiny_karpathy()
 }
 # Narrow widths for default components, applied only to the groups a preset leaves alone.
 SMALL_MODEL = {
     ("frontend", "tokens"): ["frontend.dim=32"],
     ("encoder", "gru"): ["encoder.hidden_size=32"],
     ("decoder", "rnn"): ["decoder.hidden_size=32", "decoder.embed_dim=32"],
+    ("frontend", "cnn"): ["frontend.channels=[4,8,8]", "frontend.dim=32"],
+    ("frontend", "patches"): ["frontend.dim=32"],
 }
 DEFAULT_CHOICES = {kind.name: kind.default for kind in GROUP_KINDS}
 
@@ -55,13 +61,16 @@ def load_preset(path: Path) -> dict:
 
 
 def chosen_groups(preset: dict) -> dict[str, str]:
-    """The config groups a preset chooses in its defaults list (``override /encoder: transformer``)."""
+    """The config groups a preset chooses in its defaults list (``override /encoder: transformer``),
+    with the choices its task makes for the groups it leaves alone (captioning: scenes, cnn, ...)."""
     chosen = {}
     for entry in preset.get("defaults", []):
         if isinstance(entry, dict):
             for key, choice in entry.items():
                 chosen[key.removeprefix("override ").strip("/ ")] = choice
-    return chosen
+    discover()
+    task = registry.get("task", chosen.get("task", DEFAULT_CHOICES["task"])).cls
+    return {**task.component_defaults, **chosen}
 
 
 def sweep_params(preset: dict) -> dict[str, list[str]]:
@@ -111,13 +120,28 @@ def tiny_multi30k(folder: Path) -> None:
                 handle.writelines(pair[side] + "\n" for pair in split_pairs)
 
 
-def corpus_root(preset: dict, data_dir: Path) -> Path:
-    """Where a preset reading files expects its corpus, with ``${paths.data}`` set to ``data_dir``."""
-    raw = preset.get("dataset", {}).get("root", "")
-    root = Path(OmegaConf.create({"paths": {"data": str(data_dir)}, "root": raw}).root)
-    if not raw or not root.is_relative_to(data_dir):
-        pytest.fail(f"dataset.root={raw!r}: a preset should read its corpus below ${{paths.data}} (ZOO_DATA_DIR)")
-    return root
+def tiny_karpathy(split_file: Path, images: Path) -> None:
+    """A Karpathy-format split file with 12 coloured images (8 train, 2 val, 2 test), two captions each."""
+    from PIL import Image
+
+    images.mkdir(parents=True)
+    colours = {"red": (200, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 200)}
+    entries = []
+    for k in range(12):
+        name, rgb = list(colours.items())[k % 3]
+        Image.new("RGB", (40, 30), rgb).save(images / f"{k}.jpg")
+        captions = [f"a {name} picture", f"the picture is {name}"]
+        entries.append({"filename": f"{k}.jpg", "split": "train" if k < 8 else "val" if k < 10 else "test",
+                        "sentences": [{"raw": c, "tokens": c.split()} for c in captions]})
+    split_file.write_text(json.dumps({"dataset": "tiny", "images": entries}))
+
+
+def below_data_dir(raw: str, data_dir: Path, field: str) -> Path:
+    """A preset's ``${paths.data}/...`` path resolved with ``${paths.data}`` set to ``data_dir``."""
+    path = Path(OmegaConf.create({"paths": {"data": str(data_dir)}, "value": raw}).value)
+    if not raw or not path.is_relative_to(data_dir):
+        pytest.fail(f"{field}={raw!r}: a preset should read its data below ${{paths.data}} (ZOO_DATA_DIR)")
+    return path
 
 
 def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | None]:
@@ -126,9 +150,14 @@ def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | N
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     root = None
-    if (DEFAULT_CHOICES | chosen_groups(preset))["dataset"] == "parallel":
-        root = corpus_root(preset, data_dir)
+    dataset = (DEFAULT_CHOICES | chosen_groups(preset))["dataset"]
+    if dataset == "parallel":
+        root = below_data_dir(preset.get("dataset", {}).get("root", ""), data_dir, "dataset.root")
         tiny_multi30k(root)
+    if dataset == "karpathy":
+        split_file = below_data_dir(preset["dataset"]["split_file"], data_dir, "dataset.split_file")
+        split_file.parent.mkdir(parents=True, exist_ok=True)
+        tiny_karpathy(split_file, below_data_dir(preset["dataset"]["images"], data_dir, "dataset.images"))
     overrides = [f"experiment={path.stem}", *shrinking_overrides(preset)]
     return preset, overrides, {"ZOO_DATA_DIR": str(data_dir)}, root
 

@@ -46,7 +46,10 @@ def read_rgb(image: ImageSource) -> Image.Image:
     except FileNotFoundError:
         raise ImageError(f"image file {image.path} does not exist; check the dataset's image folder") from None
     except (UnidentifiedImageError, OSError) as error:
-        raise ImageError(f"cannot decode image {image.path} ({error}); replace the file or skip broken images") from None
+        raise ImageError(
+            f"cannot decode image {image.path} ({error}); replace or delete the file (with dataset.on_missing=skip "
+            "a deleted image is skipped)"
+        ) from None
 
 
 def square_pixels(image: ImageSource, size: int, fit: Fit = Fit.center) -> torch.Tensor:
