@@ -146,3 +146,72 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
     good, bad = (json.loads((tmp_path / "sweep" / job / "summary.json").read_text()) for job in ("0", "1"))
     assert good["status"] == "finished" and good["schema_version"] == 1
     assert bad["status"] == "failed" and "beam_size=0" in bad["reason"] and "decode.beam_size=0" in bad["overrides"]
+
+
+def test_translate_stdin_keeps_one_output_line_per_input_line(trained_run, tmp_path):
+    stdin = "the dog sees the cat\n\n   \na small bird sleeps\n\n"
+    out = run_zoo("translate", str(trained_run), cwd=tmp_path, stdin=stdin).stdout.split("\n")
+    assert out[-1] == "" and len(out[:-1]) == 5, "five input lines, five output lines"
+    assert out[1] == out[2] == out[4] == "", "a blank input line gives a blank output line"
+
+    import zoo
+
+    assert [out[0], out[3]] == zoo.load(trained_run).translate(["the dog sees the cat", "a small bird sleeps"])
+
+
+def test_translate_an_empty_argument_prints_an_empty_line(trained_run, tmp_path):
+    assert run_zoo("translate", str(trained_run), "", cwd=tmp_path).stdout == "\n", "not an invented translation"
+
+
+def test_translate_options_stand_before_and_after_sentences(trained_run, tmp_path):
+    args = ["translate", "--decode", "beam", str(trained_run), "the dog", "--beam-size", "3", "a cat", "--batch-size", "1"]
+    out = run_zoo(*args, cwd=tmp_path).stdout.splitlines()
+
+    import zoo
+
+    assert out == zoo.load(trained_run).translate(["the dog", "a cat"], strategy="beam", beam_size=3)
+
+
+def test_translate_checkpoint_last_and_a_missing_one(trained_run, tmp_path):
+    from zoo.inference import Predictor, RunLoadError
+
+    out = run_zoo("translate", str(trained_run), "the dog", "--checkpoint", "last", cwd=tmp_path).stdout.splitlines()
+    assert out == Predictor.from_run(trained_run, "last").translate(["the dog"])
+    proc = run_zoo("translate", str(trained_run), "the dog", "--checkpoint", "nope.ckpt", cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("zoo: error: checkpoint nope.ckpt") and len(proc.stderr.strip().splitlines()) == 1
+    no_last = tmp_path / "no_last"
+    (no_last / "checkpoints").mkdir(parents=True)
+    (no_last / "config.yaml").write_text((trained_run / "config.yaml").read_text())
+    with pytest.raises(RunLoadError, match=r"no checkpoint .*last\.ckpt \(it has none\)") as error:
+        Predictor.from_run(no_last, "last")
+    assert "\n" not in str(error.value)
+
+
+def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path, capsys):
+    import dataclasses
+
+    from zoo.cli import predict
+    from zoo.config.sections import DecodeConfig
+
+    with pytest.raises(SystemExit) as done:
+        predict.translate(["--help"], "")
+    helptext = capsys.readouterr().out
+    assert done.value.code == 0 and "--decode" in helptext
+    for field in dataclasses.fields(DecodeConfig):
+        assert "--" + field.name.replace("_", "-") in helptext, f"decode.{field.name} has no option"
+    run_zoo("translate", str(trained_run), "the dog", "--decode", "beam", "--length-penalty", "average",
+            "--alpha", "0.3", cwd=tmp_path)
+    for bad, message in ((["--beam-size", "0"], "zoo: error: --beam-size 0 must be >= 1"),
+                         (["--length-penalty", "nope"], "zoo: error: argument --length-penalty: invalid choice")):
+        proc = run_zoo("translate", str(trained_run), "the dog", *bad, cwd=tmp_path, check=False)
+        assert proc.returncode != 0 and proc.stdout == ""
+        assert proc.stderr.startswith(message) and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag, tmp_path):
+    from importlib.metadata import version
+
+    proc = run_zoo(flag, cwd=tmp_path)
+    assert proc.stdout == f"zoo {version('zoo')}\n"

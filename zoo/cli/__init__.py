@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
 import sys
 
 from zoo.errors import ZooError
@@ -10,8 +12,8 @@ from zoo.errors import ZooError
 COMMANDS = {
     "train": ("train:run", "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)"),
     "list": ("catalogue:run", "list registered components with their config fields"),
-    "translate": ("predict:translate", "translate sentences (arguments or stdin lines) with a run's best checkpoint"),
-    "caption": ("predict:caption", "caption image files with a captioning run's best checkpoint"),
+    "translate": ("predict:translate", "translate sentences (arguments, or stdin: one output line per input line) with a run's checkpoint"),
+    "caption": ("predict:caption", "caption image files (one FILE<TAB>CAPTION line each) with a captioning run's checkpoint"),
     "attention": ("predict:attention", "attention pictures (PNG) of one sentence or image; --html: an interactive explorer"),
     "features": ("features:run", "run an image backbone (frontend=pretrained) over a dataset once; train on it with frontend=features"),
     "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
@@ -19,10 +21,23 @@ COMMANDS = {
 }
 
 
+def version() -> str:
+    """The installed package's version (its metadata), or the source tree's where zoo is not installed."""
+    try:
+        return importlib.metadata.version("zoo")
+    except importlib.metadata.PackageNotFoundError:
+        from zoo import __version__
+
+        return __version__
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-V", "--version"):
+        print(f"zoo {version()}")
+        raise SystemExit(0)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        usage = "usage: zoo {" + ",".join(COMMANDS) + "} ...\n\n"
+        usage = "usage: zoo {" + ",".join(COMMANDS) + "} ...  |  zoo --version\n\n"
         usage += "\n".join(f"  {name:<10} {text}" for name, (_, text) in COMMANDS.items())
         print(usage, file=sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr)
         if argv and argv[0] not in ("-h", "--help"):
@@ -36,4 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         function(rest, description)
     except ZooError as error:
         print(f"zoo: error: {error}", file=sys.stderr)
+        raise SystemExit(1)
+    except BrokenPipeError:  # the reader went away (`zoo translate RUN < big.txt | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush must not fail again
         raise SystemExit(1)

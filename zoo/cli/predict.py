@@ -1,45 +1,196 @@
-"""``zoo translate``, ``zoo caption`` and ``zoo attention``: use a finished run."""
+"""``zoo translate``, ``zoo caption`` and ``zoo attention``: use a finished run.
+
+``translate`` and ``caption`` are made to be scripted: one output line per input,
+in order (an empty input line gives an empty output line), options anywhere on the
+line, and every field of :class:`~zoo.config.sections.DecodeConfig` as an option
+(``--beam-size``, ``--top-p``, ...), checked by the config's own checks.
+"""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+import types
+import typing
+from enum import Enum
+from itertools import islice
+from typing import Any, Iterable, Iterator
+
+# The spellings of decoding fields whose option name is not simply the field's (strategy was --decode first).
+DECODE_FLAGS = {"strategy": ("--decode", "--strategy")}
+_DEST = "decode."  # namespace prefix of the decoding options, apart from the command's own
 
 
-def _read_sentences(sentences: list[str]) -> list[str]:
-    if sentences:
-        return sentences
-    return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other zoo error."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"zoo: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _parser(command: str, description: str) -> _Parser:
+    parser = _Parser(prog=f"zoo {command}", description=description)
+    parser.add_argument("run_dir", help="a run directory (the folder `zoo train` printed)")
+    return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """--checkpoint, --threads, --batch-size and one option per decoding field."""
+    parser.add_argument(
+        "--checkpoint", default="best", metavar="best|last|PATH",
+        help="the weights to use: best (default, checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
+    )
+    parser.add_argument("--threads", type=_positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)")
+    parser.add_argument("--batch-size", type=_positive_int, default=64, metavar="N",
+                        help="inputs decoded together (default: 64); 1 answers each stdin line as soon as it arrives")
+    _add_decode_options(parser.add_argument_group("decoding", "each one overrides the run's own decode config (its decode.* fields)"))
+
+
+def _add_decode_options(group: Any) -> None:
+    """One option per field of DecodeConfig: its type, its choices, its comment as help."""
+    from zoo.config.sections import DecodeConfig
+    from zoo.registry.entries import _field_comment
+
+    hints = typing.get_type_hints(DecodeConfig)
+    for field in dataclasses.fields(DecodeConfig):
+        flags = DECODE_FLAGS.get(field.name, ("--" + field.name.replace("_", "-"),))
+        kind, optional = _unwrap_optional(hints[field.name])
+        if field.default is not dataclasses.MISSING:
+            default = field.default.value if isinstance(field.default, Enum) else field.default
+        else:
+            default = field.default_factory() if field.default_factory is not dataclasses.MISSING else "none"
+        comment = _field_comment(DecodeConfig, field.name)
+        helptext = (f"{comment}; " if comment else "") + f"config default: {default}"
+        kwargs: dict[str, Any] = {"dest": _DEST + field.name, "default": argparse.SUPPRESS, "help": helptext.replace("%", "%%")}
+        if isinstance(kind, type) and issubclass(kind, Enum):
+            words = [member.value for member in kind] + (["none"] if optional else [])
+            kwargs.update(type=_choice_parser(words, optional), metavar="|".join(words))
+        elif kind is bool:
+            kwargs.update(action=argparse.BooleanOptionalAction)
+        else:
+            kwargs.update(type=_value_parser(kind, optional), metavar={int: "N", float: "X"}.get(kind, field.name.upper()))
+        group.add_argument(*flags, **kwargs)
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    """(X, True) for ``Optional[X]``; (tp, False) otherwise."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [arg for arg in args if arg is not type(None)]
+        return (rest[0] if len(rest) == 1 else tp), True
+    return tp, False
+
+
+def _choice_parser(words: list[str], optional: bool):
+    """A converter that accepts one of ``words`` (``none`` as None for an Optional field)."""
+
+    def choice(text: str) -> str | None:
+        if text not in words:
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(words)})")
+        return None if optional and text == "none" else text
+
+    return choice
+
+
+def _value_parser(kind: Any, optional: bool):
+    """A converter from the command line's text to ``kind`` (YAML for anything but int, float and str)."""
+
+    def parse(text: str) -> Any:
+        if optional and text.lower() in ("none", "null"):
+            return None
+        if kind in (int, float, str):
+            return kind(text)
+        import yaml
+
+        return yaml.safe_load(text)
+
+    parse.__name__ = getattr(kind, "__name__", "value")  # argparse names it in "invalid int value: 'x'"
+    return parse
+
+
+def _decode_overrides(opts: argparse.Namespace) -> dict[str, Any]:
+    """The decoding fields given on the command line (the Enum ones still as plain words)."""
+    return {dest[len(_DEST):]: value for dest, value in vars(opts).items() if dest.startswith(_DEST)}
+
+
+def _load(opts: argparse.Namespace):
+    """The run's Predictor (threads set first) and its decode config with the command line's overrides, checked."""
+    if opts.threads is not None:
+        import torch
+
+        torch.set_num_threads(opts.threads)
+    from zoo.config.checks import ConfigError
+    from zoo.inference import Predictor
+
+    checkpoint = opts.checkpoint  # a file here wins over one of the same name under the run's checkpoints/
+    if checkpoint not in ("best", "last") and os.path.isfile(checkpoint):
+        checkpoint = os.path.abspath(checkpoint)
+    predictor = Predictor.from_run(opts.run_dir, checkpoint)
+    overrides = _decode_overrides(opts)
+    try:
+        decode = dataclasses.replace(predictor.decode_cfg, **overrides)
+    except ConfigError as error:
+        raise ConfigError(_as_option(str(error), overrides)) from None
+    return predictor, dataclasses.asdict(decode)
+
+
+def _as_option(message: str, overrides: dict[str, Any]) -> str:
+    """A DecodeConfig check's ``beam_size=0 must be >= 1`` as ``--beam-size 0 must be >= 1``."""
+    for name, value in overrides.items():
+        if message.startswith(f"{name}=") and " must be " in message:
+            flag = DECODE_FLAGS.get(name, ("--" + name.replace("_", "-"),))[0]
+            return f"{flag} {value}" + message[message.index(" must be "):]
+    return message
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _one_line(text: str) -> str:
+    """An output that cannot break the one-line-per-input alignment."""
+    return " ".join(text.splitlines())
 
 
 def translate(args: list[str], description: str) -> None:
-    parser = argparse.ArgumentParser(prog="zoo translate", description=description)
-    parser.add_argument("run_dir")
-    parser.add_argument("sentences", nargs="*", help="sentences to translate; none: read lines from stdin")
-    parser.add_argument("--decode", choices=("greedy", "beam", "sample"), help="decoding strategy (default: the run's)")
-    parser.add_argument("--beam-size", type=int)
-    opts = parser.parse_args(args)
-    import zoo
-
-    translator = zoo.load(opts.run_dir)
-    overrides = {k: v for k, v in (("strategy", opts.decode), ("beam_size", opts.beam_size)) if v is not None}
-    for line in translator.translate(_read_sentences(opts.sentences), **overrides):
-        print(line)
+    parser = _parser("translate", description)
+    parser.add_argument("sentences", nargs="*",
+                        help="sentences to translate; none: every stdin line (an empty line gives an empty line)")
+    _add_run_options(parser)
+    opts = parser.parse_intermixed_args(args)
+    predictor, decode = _load(opts)
+    lines = opts.sentences if opts.sentences else (line.rstrip("\n") for line in sys.stdin)
+    for batch in _batches(lines, opts.batch_size):
+        texts = [line for line in batch if line.strip()]  # the model never sees an empty input
+        outputs = iter(predictor.translate(texts, opts.batch_size, **decode) if texts else [])
+        for line in batch:
+            print(_one_line(next(outputs)) if line.strip() else "")
+        sys.stdout.flush()
 
 
 def caption(args: list[str], description: str) -> None:
-    parser = argparse.ArgumentParser(prog="zoo caption", description=description)
-    parser.add_argument("run_dir")
-    parser.add_argument("images", nargs="+", help="image files (any format Pillow reads)")
-    parser.add_argument("--decode", choices=("greedy", "beam", "sample"), help="decoding strategy (default: the run's)")
-    parser.add_argument("--beam-size", type=int)
-    opts = parser.parse_args(args)
-    import zoo
-
-    captioner = zoo.load(opts.run_dir)
-    overrides = {k: v for k, v in (("strategy", opts.decode), ("beam_size", opts.beam_size)) if v is not None}
-    for image, line in zip(opts.images, captioner.caption(opts.images, **overrides)):
-        print(f"{image}\t{line}")
+    parser = _parser("caption", description)
+    parser.add_argument("images", nargs="+", help="image files (any format Pillow reads); prints one FILE<TAB>CAPTION line each")
+    _add_run_options(parser)
+    opts = parser.parse_intermixed_args(args)
+    predictor, decode = _load(opts)
+    for batch in _batches(opts.images, opts.batch_size):
+        for image, line in zip(batch, predictor.caption(batch, opts.batch_size, **decode)):
+            print(f"{image}\t{_one_line(line)}")
+        sys.stdout.flush()
 
 
 def attention(args: list[str], description: str) -> None:

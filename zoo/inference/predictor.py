@@ -18,6 +18,28 @@ class RunLoadError(ZooError):
     """A run directory or its checkpoint cannot be used."""
 
 
+def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
+    """The checkpoint file that ``checkpoint`` names for the run in ``run_dir`` (see :meth:`Predictor.from_run`);
+    :class:`RunLoadError` when there is none."""
+    folder = run_dir / "checkpoints"
+    name = str(checkpoint)
+    if name in ("best", "last"):
+        ckpt = folder / f"{name}.ckpt"
+        if ckpt.is_file():
+            return ckpt
+        found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
+        have = f"it has {', '.join(found)}" if found else "it has none"
+        raise RunLoadError(f"no checkpoint {ckpt} ({have}); the run may not have finished a validation round")
+    path = Path(checkpoint)
+    bare = path.name == name  # a bare file name may also name a file under checkpoints/
+    if bare and (folder / name).is_file():
+        return folder / name
+    if path.is_file():
+        return path
+    also = f" (nor is {folder / name})" if bare else ""
+    raise RunLoadError(f"checkpoint {name} is not a file{also}; give best, last or the path of a .ckpt file")
+
+
 class Predictor:
     """A trained model with its task's codecs, ready to turn sources into outputs.
 
@@ -32,18 +54,18 @@ class Predictor:
         self.decode_cfg = DecodeConfig(**module.cfg["decode"])
 
     @classmethod
-    def from_run(cls, run_dir: str | Path, checkpoint: str = "best.ckpt") -> "Predictor":
+    def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> "Predictor":
+        """The run in ``run_dir`` with the weights of ``checkpoint``: ``best`` (the default), ``last``,
+        a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file."""
         from zoo.data.datamodule import build_task
         from zoo.registry.discovery import discover
         from zoo.training.module import ZooModule
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
-        ckpt = run_dir / "checkpoints" / checkpoint
         if not config_file.is_file():
             raise RunLoadError(f"{run_dir} is not a zoo run directory (no config.yaml); pass the folder `zoo train` printed")
-        if not ckpt.is_file():
-            raise RunLoadError(f"no checkpoint {ckpt}; the run may not have finished a validation round")
+        ckpt = checkpoint_file(run_dir, checkpoint)
         cfg = OmegaConf.load(config_file)
         discover(list(cfg.get("plugin_dirs", [])))
         task = build_task(cfg)
