@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -11,9 +13,38 @@ from torch import nn
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import PAD, SourceDescription
 from zoo.decoding import generate
+from zoo.errors import ZooError
 from zoo.model import Seq2Seq
 from zoo.training.evaluation import MetricSuite
 from zoo.training.schedule import warmup_then_decay
+
+
+class NonFiniteTrainingError(ZooError):
+    """Training produced a NaN or infinite value; the run stops and keeps the checkpoints written before."""
+
+
+class NonFiniteLossError(NonFiniteTrainingError):
+    """The training loss of a step is NaN or infinite (checked before it reaches the weights)."""
+
+
+class NonFiniteWeightsError(NonFiniteTrainingError):
+    """The weights hold NaN or inf at a checkpoint (a non-finite gradient with a finite loss); it is not written."""
+
+
+def likely_causes(cfg: dict, lr_now: float | None) -> str:
+    """What usually makes a run diverge, each with the config option to change, from the run's ``cfg``."""
+    optim, trainer = cfg["optim"], cfg["trainer"]
+    now = f", {lr_now:.3g} at this step" if lr_now is not None else ""
+    causes = [f"learning rate too high (optim.lr={optim['lr']:g}{now}: lower it or lengthen the warmup, "
+              f"optim.warmup_steps={optim['warmup_steps']})"]
+    precision = str(trainer.get("precision", ""))
+    if precision.startswith("16"):  # 16, 16-mixed, 16-true; bf16 has fp32's range
+        causes.append(f"fp16 overflow (trainer.precision={precision}: use bf16-mixed or 32-true)")
+    clip = trainer.get("gradient_clip_val") or 0
+    causes.append(f"exploding gradients (clipped at trainer.gradient_clip_val={clip:g}: try a lower value)" if clip
+                  else "exploding gradients (clipping is off: set trainer.gradient_clip_val, e.g. 1.0)")
+    causes.append("bad data (an extreme or corrupt training example)")
+    return "likely causes: " + "; ".join(causes)
 
 
 class ZooModule(L.LightningModule):
@@ -37,6 +68,7 @@ class ZooModule(L.LightningModule):
         self.val_decode = dataclasses.replace(self.test_decode, strategy="greedy")  # validation is always greedy
         self._outputs: list[tuple[torch.Tensor, list[list[int]]]] = []
         self.results: dict[str, dict[str, Any]] = {}  # split -> scores and hypotheses of the latest evaluation
+        self._saved_step: int | None = None  # global step of the latest checkpoint written
 
     # ------------------------------------------------------------------ training
     def _loss(self, batch: dict) -> torch.Tensor:
@@ -45,8 +77,49 @@ class ZooModule(L.LightningModule):
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         loss = self._loss(batch)
+        # Every step, before backward: a NaN never reaches the weights, and the run stops at the step it
+        # happens. On a GPU this waits for the forward pass (one sync per step); under DDP the processes
+        # agree (one scalar all-reduce), so all of them stop together instead of one waiting for the others.
+        if not self.trainer.strategy.reduce_boolean_decision(bool(torch.isfinite(loss)), all=True):
+            raise self._nonfinite_loss(loss)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["source"].size(0))
         return loss
+
+    def _nonfinite_loss(self, loss: torch.Tensor) -> NonFiniteLossError:
+        value = float(loss.detach())
+        what = f"is {value}" if not math.isfinite(value) else f"is non-finite on another process ({value:.4g} here)"
+        return NonFiniteLossError(
+            f"training loss {what} at step {self.trainer.global_step} (epoch {self.trainer.current_epoch}); "
+            f"stopped before this step updated the weights, {self._kept_checkpoint()}; "
+            f"{likely_causes(self.cfg, self._lr())}"
+        )
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Refuse to write non-finite weights over a good checkpoint.
+
+        The loss check catches a divergence before backward; only a non-finite gradient with a
+        finite loss (an overflow in backward) gets NaN into the weights, and the next step's loss
+        would stop the run, but a validation (so a checkpoint) may come first. One pass over the
+        weights per checkpoint, nothing per step. (A per-step gradient check would cost a sync and
+        would be wrong under fp16-mixed, whose GradScaler skips steps with inf gradients by design.)
+        """
+        if not bool(torch.stack([torch.isfinite(p).all() for p in self.parameters()]).all()):
+            raise NonFiniteWeightsError(
+                f"the weights hold nan/inf at step {self.trainer.global_step} (epoch {self.trainer.current_epoch}) "
+                f"though the training loss was finite (an overflow in the gradients or the update); "
+                f"the checkpoint is not written, {self._kept_checkpoint()}; {likely_causes(self.cfg, self._lr())}"
+            )
+        self._saved_step = self.trainer.global_step
+
+    def _kept_checkpoint(self) -> str:
+        callback = self.trainer.checkpoint_callback
+        if self._saved_step is None or callback is None or not callback.dirpath:
+            return "no checkpoint had been written yet"
+        return f"the last checkpoint, from step {self._saved_step}, stays in {Path(callback.dirpath).name}/"
+
+    def _lr(self) -> float | None:
+        optimizers = self.trainer.optimizers
+        return optimizers[0].param_groups[0]["lr"] if optimizers else None
 
     def configure_optimizers(self):
         opt = self.cfg["optim"]
