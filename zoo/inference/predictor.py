@@ -56,10 +56,14 @@ class Predictor:
     @classmethod
     def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> "Predictor":
         """The run in ``run_dir`` with the weights of ``checkpoint``: ``best`` (the default), ``last``,
-        a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file."""
+        a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file.
+
+        The run's plugins are found from any folder and environment: the plugin folders it recorded
+        (absolute), else the copies of their sources saved in the run (``plugins/``); a component still
+        missing is an error naming it, where it came from and how to get it."""
         from zoo.data.datamodule import build_task
-        from zoo.registry.discovery import discover
         from zoo.training.module import ZooModule
+        from zoo.training.rundir import PluginMissing, load_run_plugins
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
@@ -67,7 +71,10 @@ class Predictor:
             raise RunLoadError(f"{run_dir} is not a zoo run directory (no config.yaml); pass the folder `zoo train` printed")
         ckpt = checkpoint_file(run_dir, checkpoint)
         cfg = OmegaConf.load(config_file)
-        discover(list(cfg.get("plugin_dirs", [])))
+        try:
+            load_run_plugins(run_dir, cfg)
+        except PluginMissing as error:
+            raise RunLoadError(str(error)) from None
         task = build_task(cfg)
         task.load(run_dir)
         try:

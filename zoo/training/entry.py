@@ -4,6 +4,7 @@
 overrides and ``__main__.__spec__`` names this module, so Lightning's DDP launcher, which reruns
 ``python -m <__main__.__spec__.name> <sys.argv[1:]>``, reruns this entry, not the CLI. Every process
 discovers plugins itself, before composing (command line) and again in the task (a pickled config).
+Every job first claims its directory (:mod:`zoo.training.rundir`): Hydra itself writes nothing there.
 """
 from __future__ import annotations
 
@@ -54,13 +55,37 @@ FAILED_JOBS: list[str] = []
 
 
 def train_job(cfg: DictConfig) -> float | None:
-    """Train one job; return the monitored test score, which is what a sweeper optimises."""
-    discover([to_absolute_path(d) for d in cfg.plugin_dirs])
-    # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
-    from zoo.training.run import train
-    from zoo.training.summary import monitored_score
+    """Train one job; return the monitored test score, which is what a sweeper optimises.
 
-    return monitored_score(train(cfg))
+    The job's directory is claimed before anything else (new or empty, locked from the job's first
+    write until it ends; see :mod:`zoo.training.rundir`), so a refused start changes nothing in it.
+    In a sweep, a failed job is recorded as failed in its ``summary.json`` under that lock.
+    """
+    # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from zoo.training.rundir import claim_run_dir
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    writes = rank_zero_only.rank == 0  # DDP ranks > 0 run in rank 0's directory: they neither check nor write it
+    with claim_run_dir(run_dir, writes) as claim:
+        try:
+            discover([to_absolute_path(d) for d in cfg.plugin_dirs])
+            from zoo.training.run import train
+            from zoo.training.summary import monitored_score
+
+            return monitored_score(train(cfg))
+        except Exception as error:
+            if writes and HydraConfig.get().mode == RunMode.MULTIRUN:
+                if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
+                    log.error("the job failed", exc_info=error)
+                claim.acquire()  # locked already unless the config was refused
+                record_refused_job(run_dir, one_line_reason(error))
+            raise
+
+
+def one_line_reason(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
 
 
 @hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")
@@ -68,26 +93,33 @@ def task(cfg: DictConfig) -> float | None:
     """One job. A sweep worker gets ``cfg`` pickled, so it discovers ``cfg.plugin_dirs`` in :func:`train_job`.
 
     A single run stops at its first error. In a sweep a failed job is recorded as failed in its
-    ``summary.json`` (with the reason) and the other jobs run on.
+    ``summary.json`` (with the reason) and the other jobs run on; a job refused its directory (one
+    that holds a run or anything else, or that another process writes) is not recorded there: that
+    directory is left as it was.
     """
     if HydraConfig.get().mode != RunMode.MULTIRUN:
         with one_line_errors():
             return train_job(cfg)
+    from zoo.training.rundir import RunDirRefused
+
     try:
         return train_job(cfg)
     except Exception as error:
         run_dir = Path(HydraConfig.get().runtime.output_dir)
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-        if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
-            log.error("the job failed", exc_info=error)
-        record_refused_job(run_dir, reason)
-        print(f"zoo: error: the job in {run_dir} failed ({reason}); the sweep goes on", file=sys.stderr)
+        if isinstance(error, RunDirRefused):
+            print(f"zoo: error: {error}; the sweep goes on", file=sys.stderr)
+        else:
+            print(f"zoo: error: the job in {run_dir} failed ({one_line_reason(error)}); the sweep goes on",
+                  file=sys.stderr)
         FAILED_JOBS.append(str(run_dir))
         return None
 
 
 def record_refused_job(run_dir: Path, reason: str) -> None:
-    """A job refused before it started (a bad value at one point of a sweep) still leaves a failed summary."""
+    """A job refused before it started (a bad value at one point of a sweep) still leaves a failed summary.
+
+    Called only while the job holds (has locked) its directory, so it was new or empty.
+    """
     from zoo.training.record import SCHEMA_VERSION, SUMMARY_FILE, write_json_atomic
 
     if not (run_dir / SUMMARY_FILE).exists():

@@ -16,32 +16,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
-from zoo.errors import ZooError
 from zoo.training.callbacks import Throughput
 from zoo.training.loggers import check_tracker_packages, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.evaluation import MetricSuite
-from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
+from zoo.training.record import RunRecord, run_identity
+from zoo.training.rundir import claim_run_dir, write_run_files
 from zoo.training.summary import build_summary, print_result, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results
 
 log = logging.getLogger(__name__)
-
-# Files whose presence means a run directory already holds results that must not be overwritten.
-RUN_MARKERS = (SUMMARY_FILE, "checkpoints")
-
-
-class RunDirectoryInUse(ZooError):
-    """The chosen run directory already holds a run."""
-
-
-def check_run_dir(run_dir: Path) -> None:
-    used = [m for m in RUN_MARKERS if (run_dir / m).exists()]
-    if used:
-        raise RunDirectoryInUse(
-            f"run directory {run_dir} already holds a run ({', '.join(used)}); "
-            "choose a new hydra.run.dir instead of overwriting it"
-        )
 
 
 def quiet_lightning() -> None:
@@ -59,31 +43,34 @@ def quiet_lightning() -> None:
 def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary.
 
-    A config that fails its checks is refused before anything is written; once the
-    run has started, ``summary.json`` records it as running, then finished or failed.
+    The directory is claimed first (:func:`zoo.training.rundir.claim_run_dir`: new or empty; the entry
+    has claimed it already) and locked once the config has passed its checks, so a refused start
+    changes nothing in it. Once the run has started, ``summary.json`` records it as running, then
+    finished or failed.
     """
-    validate(cfg)
-    check_tracker_packages(cfg.logger)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     # Under DDP, ranks > 0 are relaunched into rank 0's run directory: only rank 0 (read from the
-    # environment until the Trainer exists) checks it and writes files into it.
+    # environment until the Trainer exists) checks, locks and writes files into it.
     writes = rank_zero_only.rank == 0
-    if writes:
-        check_run_dir(run_dir)
-    quiet_lightning()
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    if cfg.trainer.cpu_threads > 0:
-        torch.set_num_threads(cfg.trainer.cpu_threads)
-    if writes:
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    record = RunRecord(run_dir, run_identity(cfg, MetricSuite(cfg).monitor), writes)
-    record.start()
-    with one_wandb_run_per_job():  # in a sweep too: each job's W&B run ends with the job
-        try:
-            return _fit_and_test(cfg, run_dir, record)
-        except Exception as error:
-            record.fail(error)
-            raise
+    with claim_run_dir(run_dir, writes) as claim:
+        validate(cfg)
+        check_tracker_packages(cfg.logger)
+        metrics = MetricSuite(cfg)
+        claim.acquire()  # the lock: a config refused above has changed nothing in the directory
+        quiet_lightning()
+        L.seed_everything(cfg.seed, workers=True, verbose=False)
+        if cfg.trainer.cpu_threads > 0:
+            torch.set_num_threads(cfg.trainer.cpu_threads)
+        record = RunRecord(run_dir, run_identity(cfg, metrics.monitor), writes)
+        record.start()  # summary.json first: from here on the directory holds a run
+        with one_wandb_run_per_job():  # in a sweep too: each job's W&B run ends with the job
+            try:
+                if writes:
+                    write_run_files(claim, cfg, [*metrics.metrics, *metrics.unavailable])
+                return _fit_and_test(cfg, run_dir, record)
+            except Exception as error:
+                record.fail(error)
+                raise
 
 
 def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:

@@ -1,0 +1,473 @@
+"""The run directory: claimed before a run writes anything, and made usable again from anywhere.
+
+A job first *claims* its directory (:func:`claim_run_dir`): the directory must be new or
+empty (a folder holding a zoo run, or anything else, is refused without a byte changed), and an
+exclusive lock file (:data:`LOCK_FILE`, created with ``O_CREAT | O_EXCL``, holding the pid and the
+host) keeps a second process out until the job ends. Hydra writes nothing into the directory
+(``hydra.output_subdir: null`` and a console-only job logging in ``conf/config.yaml``); once the run's
+config has passed its checks, :func:`write_run_files` writes what Hydra would have (``.hydra/``,
+``train.log``) and what makes the run usable from any folder and environment: ``plugin_dirs`` as
+absolute paths in ``config.yaml``, a copy of every plugin folder's sources under ``plugins/`` and
+``provenance.json`` (each component's kind, name, module, package and version).
+:func:`load_run_plugins` is the other side: what :meth:`zoo.inference.Predictor.from_run` uses.
+
+A sweep is claimed as a whole too (:class:`SweepDirCheck`, a Hydra callback), because Hydra writes
+``multirun.yaml`` into the sweep directory before any job starts.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import shutil
+import socket
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.errors import ZooError
+
+log = logging.getLogger("zoo.run")
+
+SUMMARY_FILE = "summary.json"  # written by zoo.training.record.RunRecord (the same name)
+#: Files whose presence means a directory holds a zoo run (finished, failed, running or killed).
+RUN_MARKERS = (SUMMARY_FILE, "checkpoints")
+#: Held by the one process that writes a run (or launches a sweep): pid, host, start time.
+LOCK_FILE = ".zoo.lock"
+#: Where zoo writes Hydra's record of a job (the name Hydra uses: users' habits keep working).
+HYDRA_DIR = ".hydra"
+#: Copies of the plugin folders' sources: ``plugins/<folder name>/<file>.py``.
+PLUGINS_DIR = "plugins"
+PROVENANCE_FILE = "provenance.json"
+PROVENANCE_VERSION = 1
+#: The module prefix plugin folders are imported under (zoo.registry.discovery.FOLDERS_PACKAGE).
+FOLDERS_PACKAGE = "zoo.registry.folders"
+LOG_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # Hydra's default job log format
+
+
+class RunDirRefused(ZooError):
+    """A run (or sweep) may not write into the chosen directory; nothing in it was changed."""
+
+
+class RunDirectoryInUse(RunDirRefused):
+    """The directory holds a zoo run, or another process is writing one into it."""
+
+
+class ForeignDirectory(RunDirRefused):
+    """The directory holds files that are not a zoo run."""
+
+
+# ---------------------------------------------------------------------------------------------- checks
+
+
+def _listing(names: Iterable[str], limit: int = 5) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def check_run_dir(run_dir: Path, own_lock: bool = False) -> None:
+    """Refuse ``run_dir`` unless it is new or empty; only reads. ``own_lock``: the lock there is ours."""
+    if not run_dir.is_dir():
+        return  # Hydra creates it; a new directory is what a run wants
+    entries = {p.name for p in run_dir.iterdir()}
+    if own_lock:
+        entries.discard(LOCK_FILE)
+    if LOCK_FILE in entries:
+        raise RunDirectoryInUse(locked_message(run_dir, "run directory"))
+    used = [m for m in RUN_MARKERS if m in entries]
+    if used:
+        # Resuming a run will start here (taking over a directory that holds one); until then it is refused.
+        raise RunDirectoryInUse(
+            f"run directory {run_dir} already holds a run ({', '.join(used)}); "
+            "choose a new hydra.run.dir instead of overwriting it"
+        )
+    if entries:
+        raise ForeignDirectory(
+            f"run directory {run_dir} holds files that are not a zoo run ({_listing(entries)}); "
+            "choose a new or empty folder for hydra.run.dir"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ lock
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def locked_message(folder: Path, what: str) -> str:
+    """Why ``folder`` is refused while it holds a lock file: who holds it, and whether that process still runs.
+
+    A lock whose process has ended on this host (killed before it could remove it) is reported, not
+    taken over: the folder holds that process's partial files, which a new run may not overwrite, and a
+    pid on another host cannot be checked from here.
+    """
+    lock = folder / LOCK_FILE
+    try:
+        holder = json.loads(lock.read_text())
+        pid, host, started = int(holder["pid"]), str(holder["host"]), str(holder.get("started", "?"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{what} {folder} is being claimed by another zoo process ({lock}); choose a new folder"
+    if host == socket.gethostname():
+        if _process_alive(pid):
+            return (f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
+                    "choose a new folder")
+        return (f"{what} {folder} was locked by process {pid} on this host, which ended without releasing it "
+                f"(killed?); its files are that cut-off run's, so choose a new folder ({lock} may be deleted)")
+    return (f"{what} {folder} is locked by process {pid} on host {host} (started {started}); choose a new folder, "
+            f"or delete {lock} if that process no longer runs")
+
+
+class Lock:
+    """An exclusive lock file in ``folder``: created atomically, removed by :meth:`release` (and at exit)."""
+
+    def __init__(self, folder: Path, what: str) -> None:
+        self.path = folder / LOCK_FILE
+        self.held = False
+        self.pid = os.getpid()
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise RunDirectoryInUse(locked_message(folder, what)) from None
+        self.held = True
+        atexit.register(self.release)  # Ctrl-C or sys.exit outside the claim's own `finally`
+        with os.fdopen(fd, "w") as file:
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv}, file)
+
+    def release(self) -> None:
+        if self.held and os.getpid() == self.pid:  # never from a forked child (a data loader worker)
+            self.held = False
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            atexit.unregister(self.release)
+
+
+# ------------------------------------------------------------------------------------------- the claim
+
+
+class Claim:
+    """This process's hold on a run directory: checked when the job starts, locked from its first write
+    (:meth:`acquire`) and released when the job ends, with the log file it opened there."""
+
+    def __init__(self, run_dir: Path, writes: bool) -> None:
+        self.run_dir = run_dir
+        self.writes = writes
+        self.lock: Lock | None = None
+        self.log_handler: logging.Handler | None = None
+
+    def acquire(self) -> None:
+        """Lock the directory before the first write (again: a no-op). A config refused before this point
+        leaves an existing directory exactly as it was, its modification time included."""
+        if not self.writes or self.lock is not None:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.lock = Lock(self.run_dir, "run directory")
+        try:
+            check_run_dir(self.run_dir, own_lock=True)  # a process that wrote between the first check and the lock
+        except RunDirRefused:
+            self.release()
+            raise
+
+    def open_log(self, job_name: str) -> None:
+        """``<job name>.log`` in the run directory, as Hydra's job logging would write it (unless it already does)."""
+        path = (self.run_dir / f"{job_name}.log").resolve()
+        root = logging.getLogger()
+        if any(getattr(h, "baseFilename", None) == str(path) for h in root.handlers):
+            return  # a hydra/job_logging the user chose writes it already
+        self.log_handler = logging.FileHandler(path)
+        self.log_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root.addHandler(self.log_handler)
+
+    def release(self) -> None:
+        if self.log_handler is not None:
+            logging.getLogger().removeHandler(self.log_handler)
+            self.log_handler.close()
+            self.log_handler = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+
+_CLAIMS: dict[Path, Claim] = {}  # run directories this process holds (a claim is re-entrant)
+
+
+@contextmanager
+def claim_run_dir(run_dir: Path, writes: bool = True) -> Iterator[Claim]:
+    """Hold ``run_dir`` for one job: refused at once (:class:`RunDirRefused`, nothing changed) unless it is
+    new or empty and no other process holds it; :meth:`Claim.acquire` locks it before the first write, and
+    the lock is removed when the block ends, however it ends. Re-entrant: the entry claims, ``train`` asks again.
+
+    ``writes=False`` (DDP ranks > 0, relaunched into rank 0's directory) checks and locks nothing.
+    """
+    key = Path(run_dir).resolve()
+    held = _CLAIMS.get(key)
+    if held is not None:
+        yield held
+        return
+    if writes:
+        check_run_dir(key)  # read-only
+    claim = Claim(key, writes)
+    _CLAIMS[key] = claim
+    try:
+        yield claim
+    finally:
+        _CLAIMS.pop(key, None)
+        claim.release()
+
+
+# ------------------------------------------------------------------------------------------ sweep dirs
+
+
+class SweepDirCheck(Callback):
+    """Hydra callback (``hydra.callbacks`` in conf/config.yaml): claim the sweep directory before Hydra writes
+    ``multirun.yaml`` into it. A sweep directory must be new or empty; it is locked while the sweep runs."""
+
+    def __init__(self) -> None:
+        self.lock: Lock | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        try:
+            if sweep_dir.is_dir():
+                entries = {p.name for p in sweep_dir.iterdir()}
+                if LOCK_FILE in entries:
+                    raise RunDirectoryInUse(locked_message(sweep_dir, "sweep directory"))
+                if entries:
+                    held = "already holds a sweep" if "multirun.yaml" in entries else "holds files that are not a zoo sweep"
+                    raise ForeignDirectory(f"sweep directory {sweep_dir} {held} ({_listing(entries)}); "
+                                           "choose a new or empty folder for hydra.sweep.dir")
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            self.lock = Lock(sweep_dir, "sweep directory")
+        except RunDirRefused as error:
+            print(f"zoo: error: {error}", file=sys.stderr)
+            raise SystemExit(1)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+    def __getstate__(self) -> dict:  # pickled to a launcher's workers, which hold no lock
+        return {"lock": None}
+
+
+# ------------------------------------------------------------------------------------- the run's files
+
+
+def write_hydra_files(run_dir: Path, cfg: DictConfig) -> None:
+    """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml``: what Hydra writes before a job starts,
+    written once the directory is claimed and the config has passed its checks."""
+    from hydra.core.hydra_config import HydraConfig
+
+    folder = run_dir / HYDRA_DIR
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    if HydraConfig.initialized():
+        hydra_cfg = HydraConfig.instance().cfg
+        (folder / "hydra.yaml").write_text(OmegaConf.to_yaml(hydra_cfg))
+        (folder / "overrides.yaml").write_text(OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task))
+
+
+def loaded_plugin_folders() -> list[Path]:
+    """Every plugin folder this process loaded (discovery exports each, absolute, to ``$ZOO_PLUGIN_DIRS``)."""
+    from zoo.registry.discovery import env_folders
+
+    return list(dict.fromkeys(env_folders()))
+
+
+def copy_plugin_sources(run_dir: Path, folders: list[Path]) -> list[dict]:
+    """Copy each folder's ``*.py`` files (what discovery imports) to ``plugins/<folder name>/``."""
+    recorded = []
+    for folder in folders:
+        target = run_dir / PLUGINS_DIR / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for source in sorted(folder.glob("*.py")):
+            shutil.copy2(source, target / source.name)
+            files[source.name] = hashlib.sha256(source.read_bytes()).hexdigest()
+        recorded.append({"path": str(folder), "copy": f"{PLUGINS_DIR}/{folder.name}", "files": files})
+    return recorded
+
+
+def _distribution(module: str) -> tuple[str | None, str | None]:
+    """The installed distribution (name, version) that provides ``module``: an entry point's, else the top-level
+    package's; (None, None) when none is known."""
+    candidates = []
+    for ep in importlib.metadata.entry_points(group="zoo.plugins"):
+        if (module == ep.value or module.startswith(ep.value + ".")) and ep.dist is not None:
+            candidates.append(ep.dist.name)
+    if not candidates:
+        candidates = importlib.metadata.packages_distributions().get(module.split(".")[0], [])
+    for name in candidates:
+        try:
+            return name, importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+def component_origin(kind: str, name: str) -> dict:
+    """Where the registered ``kind``/``name`` comes from: its module and package (with version) or plugin folder."""
+    from zoo.registry import get
+
+    module = get(kind, name).module
+    origin: dict[str, Any] = {"kind": kind, "name": name, "module": module}
+    parts = module.split(".")
+    if module.startswith(FOLDERS_PACKAGE + ".") and len(parts) > 4:
+        package = sys.modules.get(".".join(parts[:4]))
+        folder = list(getattr(package, "__path__", []))
+        origin.update(folder=folder[0] if folder else None, file=f"{parts[4]}.py")
+    else:
+        origin["package"], origin["version"] = _distribution(module)
+    return origin
+
+
+def used_components(cfg: Any, metrics: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(config group, kind, name) of every component the config uses: each kind's choice, each optional group
+    that is set, and ``metrics``."""
+    from zoo.registry import GROUP_KINDS
+
+    used = []
+    for kind in GROUP_KINDS:
+        for group in kind.groups:
+            chosen = cfg.get(group)
+            if chosen is not None and chosen.get("name") is not None:
+                used.append((group, kind.name, str(chosen["name"])))
+    used += [("metrics", "metric", str(name)) for name in metrics]
+    return used
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(cfg: Any, metrics: Iterable[str], folders: list[dict]) -> dict:
+    """What ``provenance.json`` holds: versions, plugin folders and the origin of every component used."""
+    import zoo
+
+    return {
+        "version": PROVENANCE_VERSION,
+        "zoo": _version("zoo") or zoo.__version__,
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "lightning": _version("lightning"),
+        "plugin_folders": folders,
+        "components": [{"group": group, **component_origin(kind, name)} for group, kind, name in used_components(cfg, metrics)],
+    }
+
+
+def write_run_files(claim: Claim, cfg: DictConfig, metrics: Iterable[str]) -> None:
+    """Everything a claimed run writes before it trains: Hydra's ``.hydra/`` files (the config as composed),
+    ``<job>.log``, ``config.yaml`` (resolved, ``plugin_dirs`` absolute: every folder this process loaded),
+    the plugin folders' sources and ``provenance.json``. ``cfg.plugin_dirs`` is made absolute in place, so the
+    checkpoint's copy of the config says the same."""
+    from hydra.core.hydra_config import HydraConfig
+
+    run_dir = claim.run_dir
+    write_hydra_files(run_dir, cfg)
+    claim.open_log(str(HydraConfig.get().job.name) if HydraConfig.initialized() else "train")
+    folders = loaded_plugin_folders()
+    cfg.plugin_dirs = [str(folder) for folder in folders]
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    record = provenance(cfg, metrics, copy_plugin_sources(run_dir, folders))
+    (run_dir / PROVENANCE_FILE).write_text(json.dumps(record, indent=2))
+
+
+# ------------------------------------------------------------------------------------ using a run again
+
+
+class PluginMissing(ZooError):
+    """A run names a component that is not registered here."""
+
+
+def load_run_plugins(run_dir: Path, cfg: Any) -> None:
+    """Register every plugin the run in ``run_dir`` used, from wherever this process runs.
+
+    The recorded plugin folders are loaded where they are; a folder that is gone is loaded from the run's
+    copy of its sources (a warning says so). A component still missing is one error naming it, where it came
+    from and how to get it.
+    """
+    from zoo.registry.discovery import discover, load_folder
+
+    discover()  # entry points and $ZOO_PLUGIN_DIRS
+    for recorded in cfg.get("plugin_dirs") or []:
+        folder = Path(str(recorded)).expanduser()
+        copy = run_dir / PLUGINS_DIR / folder.name
+        if folder.is_dir():
+            changed = [f.name for f in sorted(copy.glob("*.py")) if not (folder / f.name).is_file()
+                       or (folder / f.name).read_bytes() != f.read_bytes()]
+            if changed:
+                log.warning("plugin folder %s has changed since the run was trained (%s); using it as it is now "
+                            "(the run's copy is in %s)", folder, ", ".join(changed), copy)
+            load_folder(folder)  # a relative folder (a run from before provenance) is read from here, as before
+            continue
+        if f"{FOLDERS_PACKAGE}.{folder.name}" in sys.modules:
+            continue  # a folder of that name is loaded already ($ZOO_PLUGIN_DIRS): it was moved there
+        if copy.is_dir():
+            log.warning("plugin folder %s is gone; using the copy of its sources saved with the run (%s)", folder, copy)
+            load_folder(copy)
+    check_components(run_dir, cfg)
+
+
+def check_components(run_dir: Path, cfg: Any) -> None:
+    """One line for the first component of the run that is not registered here, saying how to get it."""
+    from zoo.registry import names
+
+    record_file = run_dir / PROVENANCE_FILE
+    try:
+        components = json.loads(record_file.read_text())["components"] if record_file.is_file() else None
+    except (OSError, ValueError, KeyError):
+        components = None
+    if components is None:  # a run from before provenance.json: what its config names
+        metrics = [m if isinstance(m, str) else m.get("name") for m in (cfg.get("metrics") or [])]
+        metrics += [cfg.get("monitor")] if cfg.get("monitor") else []
+        components = [{"group": g, "kind": k, "name": n} for g, k, n in used_components(cfg, metrics)]
+    for component in components:
+        kind, name = component["kind"], component["name"]
+        if name in names(kind):
+            continue
+        raise PluginMissing(f"the run's {component.get('group', kind)} '{name}' is not registered here: "
+                            f"{_how_to_get(component, run_dir)}")
+
+
+def _how_to_get(component: dict, run_dir: Path) -> str:
+    folder, file = component.get("folder"), component.get("file")
+    if folder or file:
+        copy = run_dir / PLUGINS_DIR / Path(str(folder)).name
+        if folder and Path(folder).is_dir():
+            return (f"it came from {file} in the plugin folder {folder}, which no longer registers it; "
+                    f"restore that file (the run's copy is in {copy})")
+        return (f"it came from {file} in the plugin folder {folder}, which is gone, and the run holds no copy "
+                f"({copy}); put the folder back or name where it is now in $ZOO_PLUGIN_DIRS")
+    package, version = component.get("package"), component.get("version")
+    if package:
+        pinned = f"{package}=={version}" if version else package
+        installed = _version(package)
+        here = (f"{package} {installed} is installed here and does not register it" if installed
+                else "which is not installed in this environment")
+        return f"it came from {component['module']} (package {package} {version or ''}), {here}; pip install '{pinned}'"
+    if component.get("module"):
+        return (f"it came from {component['module']}, which this environment cannot import; install its package "
+                "or name its plugin folder in $ZOO_PLUGIN_DIRS")
+    return "install the package that provides it, or name its plugin folder in $ZOO_PLUGIN_DIRS"
