@@ -85,3 +85,8 @@ def test_features_extracted_once_train_a_captioner(tmp_path):
     run_zoo("train", *tiny, "frontend=features", f"task.features={features}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["components"]["frontend"]["name"] == "features"
+    key = json.loads((tmp_path / "run" / "test_items.jsonl").read_text().splitlines()[0])["source"].split()[-1]
+    named_by_path = run_zoo("caption", str(tmp_path / "run"), f"/anywhere/{key}", cwd=tmp_path).stdout
+    assert named_by_path.split("\t")[1].strip(), "a features run finds an image of its file by the path's tail"
+    unknown = run_zoo("caption", str(tmp_path / "run"), "/anywhere/else.jpg", cwd=tmp_path, check=False)
+    assert unknown.returncode != 0 and "no precomputed features for image" in unknown.stderr

@@ -124,9 +124,19 @@ class CaptioningTask(Task):
         images = [source if isinstance(source, ImageSource) else ImageSource(str(source), path=str(source))
                   for source in sources]
         if self.features is not None:
-            return [self.features[image.key] for image in images]
+            return [self._features_of(image.key) for image in images]
         store = ImageStore(images, self.image_size, self.cfg.fit, self._cache_file(images))
         return [store[row] for row in range(len(store))]
+
+    def _features_of(self, key: str) -> torch.Tensor:
+        """The features of an image by its key, or of a file path by its trailing parts (``/data/images/x.jpg``
+        finds ``x.jpg``), so ``zoo caption`` can name dataset images by path."""
+        parts = Path(key).parts
+        for start in range(len(parts)):
+            candidate = "/".join(parts[start:])
+            if candidate in self.features.features:
+                return self.features.features[candidate]
+        return self.features[key]  # a one-line error naming the image
 
     def _cache_file(self, images: Sequence[ImageSource]) -> Path | None:
         if self.cfg.cache != Cache.file or self.cache_dir is None:

@@ -43,7 +43,8 @@ class FeatureTable:
             return self.features[key]
         except KeyError:
             raise FeatureError(
-                f"no precomputed features for image '{key}'; extract them for this dataset with `zoo features`"
+                f"no precomputed features for image '{key}'; a run that reads features captions only the images "
+                "of its features file: extract them with `zoo features`, or use a run with an image frontend"
             ) from None
 
     def save(self, path: Path) -> None:
