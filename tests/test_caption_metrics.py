@@ -17,7 +17,7 @@ from zoo import registry
 from zoo.contracts import Metric
 from zoo.registry import discovery
 from zoo.training.evaluation import MetricChoiceError, MetricSuite
-from zoo_plugins.metrics.coco import MetricUnavailableError, caption_tokens, pycocoevalcap_dir
+from zoo.metrics.coco import MetricUnavailableError, caption_tokens, pycocoevalcap_dir
 
 discovery.discover()
 

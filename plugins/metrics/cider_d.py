@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 from typing import Sequence
 
 from zoo import register
-from zoo.contracts import Metric
-from zoo_plugins.metrics.coco import ngram_counts, signature, tokenize_corpus
+from zoo.metrics.coco import MeanOfItems, ngram_counts, signature, tokenize_corpus
 
 ORDERS = 4
 SIGMA = 6.0
@@ -62,23 +60,13 @@ def cider_d(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[S
 
 
 @register("metric", "cider_d")
-class CiderD(Metric):
+class CiderD(MeanOfItems):
     """CIDEr-D as coco-caption's ``Cider`` computes it (σ = 6, clipping, × 10), reported × 100 (coco 0.85 -> 85.0).
 
     Corpus: the mean of the items' scores. Per item: each item's score, with document
     frequencies from the whole corpus (so an item's score depends on the other items).
     A corpus of one item scores 0 (every n-gram's idf is log 1 = 0), as in coco-caption.
     """
-
-    higher_is_better = True
-
-    @dataclass
-    class Config:
-        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
-
-    def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        scores = self.item_scores(hypotheses, references)
-        return sum(scores) / len(scores) if scores else 0.0
 
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)

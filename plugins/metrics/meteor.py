@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from zoo import register
 from zoo.contracts import Metric
-from zoo_plugins.metrics.coco import MetricUnavailableError, java_scorer_unavailable, signature, tokenize_corpus
+from zoo.metrics.coco import MetricUnavailableError, java_scorer_unavailable, signature, tokenize_corpus
 
 
 class JavaScorer(Metric):

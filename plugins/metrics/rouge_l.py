@@ -9,12 +9,10 @@ The corpus score is the mean over items.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 from zoo import register
-from zoo.contracts import Metric
-from zoo_plugins.metrics.coco import signature, tokenize_corpus
+from zoo.metrics.coco import MeanOfItems, signature, tokenize_corpus
 
 BETA = 1.2
 
@@ -53,18 +51,8 @@ def rouge_l(hypothesis: Sequence[str], references: Sequence[Sequence[str]]) -> f
 
 
 @register("metric", "rouge_l")
-class RougeL(Metric):
+class RougeL(MeanOfItems):
     """ROUGE-L F (β = 1.2, best precision and recall over references) as coco-caption computes it, 0–100."""
-
-    higher_is_better = True
-
-    @dataclass
-    class Config:
-        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
-
-    def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        scores = self.item_scores(hypotheses, references)
-        return sum(scores) / len(scores) if scores else 0.0
 
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from zoo import register
-from zoo_plugins.metrics.coco import signature
+from zoo.metrics.coco import signature
 from zoo_plugins.metrics.meteor import JavaScorer
 
 CORENLP = ("spice/lib/stanford-corenlp-3.6.0.jar", "spice/lib/stanford-corenlp-3.6.0-models.jar")

@@ -39,9 +39,11 @@ import importlib.util
 import re
 import shutil
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from zoo.contracts import Metric
 from zoo.errors import ZooError
 
 TOKENIZER_NAME = "ptb-nojava"  # in every signature; rename when the tokenisation changes
@@ -231,3 +233,20 @@ def java_scorer_unavailable(metric: str, *needed: str) -> str | None:
     if missing:
         return f"{metric} needs {', '.join(str(package / name) for name in missing)}, which pycocoevalcap lacks here"
     return None
+
+
+class MeanOfItems(Metric):
+    """A coco-caption score whose corpus value is the mean of its items' (CIDEr-D, ROUGE-L, METEOR-style).
+
+    A subclass gives :meth:`item_scores`; both read ``Config.tokenize``.
+    """
+
+    higher_is_better = True
+
+    @dataclass
+    class Config:
+        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+
+    def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+        scores = self.item_scores(hypotheses, references)
+        return sum(scores) / len(scores) if scores else 0.0
