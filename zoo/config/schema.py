@@ -15,12 +15,21 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from zoo.config.checks import Choice
 from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
 #: ``kv_layout`` (null unless chosen) sets the Transformer encoder's and decoder's key/value layout.
 PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layout": None}
+
+
+class ResumeMode(Choice):
+    """Whether a job continues the run already in its directory (``resume_mode``)."""
+
+    never = "never"  # the directory must be new or empty (the default without ``resume``)
+    auto = "auto"  # continue a run that did not finish, skip one that did, start one where there is none
+    must = "must"  # continue the run there from checkpoints/last.ckpt (a finished one too: e.g. more epochs)
 
 
 def defaults_list() -> list[Any]:
@@ -52,6 +61,10 @@ ZooConfig = dataclasses.make_dataclass(
         ("metrics", Optional[List[Any]], field(default=None)),  # metric names or {name: ..., option: ...}; null: the task's
         ("monitor", Optional[str], field(default=None)),  # the metric that picks checkpoints and stops early; null: the task's
         ("paths", Any, field(default_factory=dict)),
+        # resume=RUN_DIR continues that run in its directory with its saved config (zoo.training.rundir);
+        # resume_mode: null means must with ``resume`` and never without it.
+        ("resume", Optional[str], field(default=None)),
+        ("resume_mode", Optional[ResumeMode], field(default=None)),
         ("data", DataConfig, field(default_factory=DataConfig)),
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("optim", OptimConfig, field(default_factory=OptimConfig)),

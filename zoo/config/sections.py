@@ -53,7 +53,8 @@ class OptimConfig:
 
 @dataclass
 class TrainerConfig:
-    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience`` and ``cpu_threads``."""
+    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience``, ``cpu_threads`` and
+    ``checkpoint_every_minutes`` (zoo's own: ``ZOO_TRAINER_FIELDS`` in :mod:`zoo.training.run`)."""
 
     max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
     max_steps: int = -1  # -1: no limit; otherwise training stops after this many optimiser steps
@@ -74,6 +75,9 @@ class TrainerConfig:
     # torch threads on the CPU (0: torch's default, one per core). Small recurrent models gain little from
     # more, and threads that must share their cores with other work slow down sharply.
     cpu_threads: int = 1
+    # checkpoints/last.ckpt is also written after a training step once this many minutes have passed since the
+    # last one (besides every validation and on SIGTERM/Ctrl-C), so a pre-empted job loses minutes. 0: off.
+    checkpoint_every_minutes: float = 10.0
 
     def __post_init__(self) -> None:
         if self.max_steps == -1:
@@ -89,6 +93,7 @@ class TrainerConfig:
         at_least(self, "limit_test_batches", 0)
         at_least(self, "log_every_n_steps", 1)
         at_least(self, "cpu_threads", 0, "0 leaves torch's default")
+        at_least(self, "checkpoint_every_minutes", 0, "0 writes last.ckpt only at validations and on a signal")
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 from torch.utils.data import DataLoader
 from torch.utils.data import Dataset as TorchDataset
 
@@ -82,6 +83,19 @@ class ZooDataModule(L.LightningDataModule):
         self.task = build_task(cfg)
         self.items: dict[str, list[Item]] = {}
         self.encoded: dict[str, EncodedSplit] = {}
+        self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
+
+    # ------------------------------------------------------------------ resuming
+    def state_dict(self) -> dict:
+        """Saved in every checkpoint: how far the current training epoch had gone (batches whose step is done)."""
+        if self.trainer is None:
+            return {}
+        progress = self.trainer.fit_loop.epoch_loop.batch_progress.current
+        return {"train_epoch": self.trainer.current_epoch, "train_batches_done": progress.processed}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "train_epoch" in state:
+            self._resume_at = (int(state["train_epoch"]), int(state["train_batches_done"]))
 
     def setup(self, stage: str | None = None) -> None:
         if self.encoded:
@@ -147,7 +161,13 @@ class ZooDataModule(L.LightningDataModule):
             # epoch (reload_dataloaders_every_n_epochs=1) and reads its length once, so the length must
             # already be that of the coming epoch, or the end-of-epoch validation is skipped.
             sampler.set_epoch(self.trainer.current_epoch)
-        return TokenBudgetBatchSampler(sampler, self.max_tokens, num_replicas=world, rank=rank)
+        skip = 0
+        # Resumed mid-epoch: the batches seen before the checkpoint are not seen again. Lightning may build this
+        # loader once before it has restored the epoch, so the skip waits for the loader of the saved epoch.
+        if shuffle and self._resume_at is not None and self.trainer is not None \
+                and self._resume_at[0] == self.trainer.current_epoch:
+            skip, self._resume_at = self._resume_at[1], None
+        return TokenBudgetBatchSampler(sampler, self.max_tokens, num_replicas=world, rank=rank, skip=skip)
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         batches = self.batch_sampler(split, shuffle)  # sets the data up on first use
@@ -156,5 +176,8 @@ class ZooDataModule(L.LightningDataModule):
             batch_sampler=batches,
             collate_fn=Collate(self.task.collate_sources),
             num_workers=self.num_workers,
+            # Its own generator: making an iterator then draws nothing from torch's global one, so a run resumed
+            # from a checkpoint draws (dropout) exactly what the run would have drawn without stopping.
+            generator=torch.Generator().manual_seed(int(self.cfg["seed"])),
             persistent_workers=self.num_workers > 0,
         )

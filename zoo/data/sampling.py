@@ -64,13 +64,17 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     exceed ``max_tokens``, or when the size drops (a new sorted chunk begins).
     Training batches are then shuffled. With ``num_replicas > 1`` (multi-GPU)
     every process takes every ``num_replicas``-th batch, all the same number.
+    ``skip``: the first batches of the epoch are not given again (a run resumed in the middle of an
+    epoch saw them before it stopped); the length stays the whole epoch's, as the training loop counts on.
     """
 
-    def __init__(self, sampler: LengthBucketSampler, max_tokens: int, num_replicas: int = 1, rank: int = 0) -> None:
+    def __init__(self, sampler: LengthBucketSampler, max_tokens: int, num_replicas: int = 1, rank: int = 0,
+                 skip: int = 0) -> None:
         self.sampler = sampler
         self.max_tokens = max_tokens
         self.num_replicas = num_replicas
         self.rank = rank
+        self.skip = skip
 
     def batches(self) -> list[list[int]]:
         sizes = self.sampler.sizes
@@ -98,7 +102,9 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self.batches())
+        batches = self.batches()[self.skip:]
+        self.skip = 0  # once: the next pass over this sampler is a whole epoch
+        return iter(batches)
 
     def __len__(self) -> int:
         return len(self.batches())

@@ -50,6 +50,38 @@ def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
     return [str(d) for d in dirs]
 
 
+def _override_key(override: str) -> str:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_override(override).key_or_group
+
+
+def resume_overrides(overrides: list[str]) -> list[str]:
+    """``resume=RUN_DIR``: the run's own overrides (``.hydra/overrides.yaml``), then these; the run directory is RUN_DIR.
+
+    The run is composed again as it was made, with the new overrides on top; :func:`zoo.training.run.train`
+    compares the result with the run's ``config.yaml`` and refuses a change to what the run computes.
+    """
+    from omegaconf import OmegaConf
+
+    values = {_override_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
+    run = values.get("resume")
+    if run in (None, "null"):
+        return overrides
+    if any(o in ("-m", "--multirun") for o in overrides):
+        raise ZooError("resume=RUN_DIR continues one run; to resume a sweep, repeat its command with "
+                       "hydra.sweep.dir=SWEEP_DIR resume_mode=auto")
+    run_dir = Path(to_absolute_path(run))
+    given_dir = values.get("hydra.run.dir")
+    if given_dir is not None and Path(to_absolute_path(given_dir)) != run_dir:
+        raise ZooError(f"resume={run} and hydra.run.dir={given_dir} name two directories; give resume alone")
+    saved_file = run_dir / ".hydra" / "overrides.yaml"
+    saved = [str(o) for o in OmegaConf.load(saved_file)] if saved_file.is_file() else []
+    mine = set(values) | {"resume", "resume_mode", "hydra.run.dir"}
+    kept = [o for o in saved if _override_key(o) not in mine]
+    return [*kept, *[o for o in overrides if _override_key(o) != "hydra.run.dir"], f"hydra.run.dir={run_dir}"]
+
+
 #: Run directories of the jobs of this process's sweep that failed (the others ran on).
 FAILED_JOBS: list[str] = []
 
@@ -64,18 +96,21 @@ def train_job(cfg: DictConfig) -> float | None:
     # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
     from lightning.pytorch.utilities import rank_zero_only
 
-    from zoo.training.rundir import claim_run_dir
+    from zoo.training.rundir import claim_run_dir, resume_mode
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     writes = rank_zero_only.rank == 0  # DDP ranks > 0 run in rank 0's directory: they neither check nor write it
-    with claim_run_dir(run_dir, writes) as claim:
+    with claim_run_dir(run_dir, writes, resume_mode(cfg)) as claim:
         try:
             discover([to_absolute_path(d) for d in cfg.plugin_dirs])
             from zoo.training.run import train
             from zoo.training.summary import monitored_score
 
             return monitored_score(train(cfg))
-        except Exception as error:
+        except BaseException as error:
+            if not isinstance(error, Exception):  # an interruption (recorded as such) or an exit: nothing to add
+                error.run_dir = str(run_dir)
+                raise
             if writes and HydraConfig.get().mode == RunMode.MULTIRUN:
                 if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
                     log.error("the job failed", exc_info=error)
@@ -129,14 +164,28 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
 
 
 def main(overrides: list[str] | None = None) -> None:
-    """Train with Hydra ``overrides`` (default: this process's arguments)."""
+    """Train with Hydra ``overrides`` (default: this process's arguments).
+
+    ``resume=RUN_DIR`` composes the run's own overrides with these (:func:`resume_overrides`). A run
+    stopped by SIGINT or SIGTERM (its ``last.ckpt`` written) ends the process with one line saying how
+    to resume it, and exit status 128 + the signal's number.
+    """
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
         check_renamed(overrides)
+        overrides = resume_overrides(overrides)
         discover(plugin_dirs_from_overrides(overrides))
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
-    task()
+    from zoo.training.callbacks import TrainingInterrupted
+
+    try:
+        task()
+    except TrainingInterrupted as stop:
+        run_dir = getattr(stop, "run_dir", None) or "RUN_DIR"
+        print(f"zoo: {stop.__class__.__name__}: {stop}; checkpoints/last.ckpt holds it, continue with: "
+              f"zoo train resume={run_dir}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum)
     if FAILED_JOBS:
         print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "
               "their summary.json says why", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 ``summary.json`` is written as soon as a run starts (status ``running``), updated
 after every validation with the latest metrics and the learning curve, and finally
-set to ``finished``, ``failed`` (with the reason) or ``interrupted`` (Ctrl-C), so
+set to ``finished``, ``failed`` (with the reason) or ``interrupted`` (Ctrl-C, SIGTERM; a resumed
+run is ``running`` again, its earlier learning curve kept and each resume listed), so
 ``zoo compare`` and a live view can read a sweep while it runs. Every write goes to
 a temporary file that is then renamed, so a reader never sees half a summary.
 """
@@ -30,7 +31,8 @@ SCHEMA_VERSION = 1
 #: Top-level config keys that do not change what a run computes: runs that differ only here are
 #: repetitions of one configuration (``seed``) or the same run recorded differently.
 NOT_IN_CONFIG_KEY = ("seed", "plugin_dirs", "paths", "samples", "logger", "trainer.enable_progress_bar",
-                     "trainer.cpu_threads", "data.num_workers")
+                     "trainer.cpu_threads", "data.num_workers", "resume", "resume_mode",
+                     "trainer.checkpoint_every_minutes")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -81,11 +83,24 @@ class RunRecord(Callback):
         self.started = time.time()
         self.latest_val: dict[str, float] = {}
         self.validations: list[dict] = []  # the learning curve: epoch, step, seconds and every val metric
+        self.resumes: list[dict] = []  # each time the run was continued: from which step, when
+
+    def resume_from(self, previous: dict, step: int) -> None:
+        """Continue the record of an earlier part of this run, resumed from a checkpoint at global ``step``:
+        its validations up to that step (later ones are done again), its elapsed time and earlier resumes."""
+        self.validations = [v for v in previous.get("validations", []) if v.get("step", 0) <= step]
+        self.latest_val = {k: v for k, v in self.validations[-1].items() if k not in ("epoch", "step", "seconds")} \
+            if self.validations else {}
+        elapsed = self.validations[-1]["seconds"] if self.validations else 0.0
+        self.started = time.time() - elapsed  # seconds on the curve go on from where the checkpoint was
+        self.resumes = [*previous.get("resumes", []),
+                        {"step": step, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "from": previous.get("status")}]
 
     def _write(self, status: str, **extra: Any) -> None:
         if self.writes:
+            resumes = {"resumes": self.resumes} if self.resumes else {}
             write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val,
-                                          "validations": self.validations, **extra})
+                                          "validations": self.validations, **resumes, **extra})
 
     def start(self) -> None:
         self._write("running")
@@ -109,9 +124,15 @@ class RunRecord(Callback):
                     max_epochs=trainer.max_epochs)
 
     def on_exception(self, trainer, module, exception: BaseException) -> None:
-        """Ctrl-C: Lightning stops training and exits; the record says the run was interrupted, not failed."""
+        """Ctrl-C: Lightning stops training and exits; the record says the run was interrupted, not failed.
+        (Zoo's own stop on SIGINT/SIGTERM, which writes ``last.ckpt`` first, is recorded by :meth:`interrupt`.)"""
         if isinstance(exception, KeyboardInterrupt):
             self._write("interrupted", reason="KeyboardInterrupt: stopped by the user")
+
+    def interrupt(self, stop: BaseException) -> None:
+        """A signal stopped training (:class:`zoo.training.callbacks.TrainingInterrupted`): resumable when saved."""
+        self._write("interrupted", reason=f"{stop}: stopped by a signal", step=getattr(stop, "step", None),
+                    resumable=bool(getattr(stop, "saved", False)))
 
     def fail(self, error: BaseException) -> None:
         """Mark the run failed with a one-line reason; the exception goes on to the caller."""
@@ -120,8 +141,9 @@ class RunRecord(Callback):
 
     def finish(self, summary: dict) -> dict:
         """The final summary: the identity, ``finished`` and everything the run measured."""
+        resumes = {"resumes": self.resumes} if self.resumes else {}
         final = {**self.identity, "status": "finished", "latest_val": self.latest_val,
-                 "validations": self.validations, **summary}
+                 "validations": self.validations, **resumes, **summary}
         if self.writes:
             write_json_atomic(self.path, final)
         return final

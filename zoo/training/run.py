@@ -1,8 +1,12 @@
 """``zoo train``: compose the config, train, test with the best checkpoint, record the run."""
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 import logging
+import signal
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -11,17 +15,19 @@ import lightning as L
 import torch
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
-from zoo.training.callbacks import Throughput
+from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingInterrupted
 from zoo.training.loggers import check_tracker_packages, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.evaluation import MetricSuite
-from zoo.training.record import RunRecord, run_identity
-from zoo.training.rundir import claim_run_dir, write_run_files
+from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
+from zoo.training.rundir import LAST_CHECKPOINT, check_resume_config, claim_run_dir, resume_mode, write_run_files
 from zoo.training.summary import build_summary, print_result, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results
 
@@ -43,17 +49,26 @@ def quiet_lightning() -> None:
 def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary.
 
-    The directory is claimed first (:func:`zoo.training.rundir.claim_run_dir`: new or empty; the entry
-    has claimed it already) and locked once the config has passed its checks, so a refused start
-    changes nothing in it. Once the run has started, ``summary.json`` records it as running, then
-    finished or failed.
+    The directory is claimed first (:func:`zoo.training.rundir.claim_run_dir`: new or empty, or a run
+    to resume; the entry has claimed it already) and locked once the config has passed its checks, so
+    a refused start changes nothing in it. Once the run has started, ``summary.json`` records it as
+    running, then finished, failed or interrupted. A resumed run (``resume``/``resume_mode``) continues
+    from ``checkpoints/last.ckpt`` with the config checked against the run's own; a finished run under
+    ``resume_mode=auto`` is skipped (its summary is returned).
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     # Under DDP, ranks > 0 are relaunched into rank 0's run directory: only rank 0 (read from the
     # environment until the Trainer exists) checks, locks and writes files into it.
     writes = rank_zero_only.rank == 0
-    with claim_run_dir(run_dir, writes) as claim:
+    with claim_run_dir(run_dir, writes, resume_mode(cfg)) as claim:
+        if claim.verdict == "finished":
+            summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+            print(f"zoo: {run_dir} finished already; skipped (resume_mode=auto)", file=sys.stderr)
+            return summary
+        resuming = claim.verdict == "resume"
         validate(cfg)
+        if resuming and writes:
+            check_resume_config(run_dir, cfg)  # before anything changes
         check_tracker_packages(cfg.logger)
         metrics = MetricSuite(cfg)
         claim.acquire()  # the lock: a config refused above has changed nothing in the directory
@@ -62,40 +77,82 @@ def train(cfg: DictConfig) -> dict:
         if cfg.trainer.cpu_threads > 0:
             torch.set_num_threads(cfg.trainer.cpu_threads)
         record = RunRecord(run_dir, run_identity(cfg, metrics.monitor), writes)
+        checkpoint = run_dir / LAST_CHECKPOINT if resuming else None
+        if checkpoint is not None:
+            previous = json.loads((run_dir / SUMMARY_FILE).read_text()) if (run_dir / SUMMARY_FILE).is_file() else {}
+            step = int(torch.load(checkpoint, map_location="cpu", weights_only=False)["global_step"])
+            record.resume_from(previous, step)
+            log.info("resuming %s from %s (step %d)", run_dir, LAST_CHECKPOINT, step)
         record.start()  # summary.json first: from here on the directory holds a run
         with one_wandb_run_per_job():  # in a sweep too: each job's W&B run ends with the job
             try:
                 if writes:
                     write_run_files(claim, cfg, [*metrics.metrics, *metrics.unavailable])
-                return _fit_and_test(cfg, run_dir, record)
+                return _fit_and_test(cfg, run_dir, record, checkpoint)
+            except TrainingInterrupted as stop:
+                record.interrupt(stop)
+                raise
             except Exception as error:
                 record.fail(error)
                 raise
 
 
-def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:
+def keep_earlier_metrics(loggers: list, run_dir: Path, step: int) -> None:
+    """A resumed run appends to its ``metrics.csv``: Lightning's CSV logger deletes the file it finds, so its
+    rows up to the checkpoint's ``step`` (later ones are logged again) are written back first."""
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        return
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        header, rows = list(reader.fieldnames or []), [row for row in reader]
+    rows = [row for row in rows if not row.get("step") or int(float(row["step"])) < step]
+    for logger in loggers:
+        if isinstance(logger, CSVLogger):
+            writer = logger.experiment  # made now: it deletes metrics.csv
+            with open(path, "w", newline="") as file:
+                out = csv.DictWriter(file, fieldnames=header)
+                out.writeheader()
+                out.writerows(rows)
+            writer.metrics_keys = header
+
+
+def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord, resume_from: Path | None = None) -> dict:
     data = ZooDataModule(cfg, run_dir)
     data.setup()
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
 
     monitor, mode = f"val/{module.metrics.monitor}", module.metrics.mode
-    checkpoint = ModelCheckpoint(
-        dirpath=str(run_dir / "checkpoints"), filename="best", monitor=monitor, mode=mode, save_last=True
-    )
+    # best.ckpt by the monitored metric; last.ckpt, always the latest state, is LastCheckpoint's (listed after it:
+    # Lightning runs checkpoint callbacks last, in this order, so last.ckpt records the newest best too).
+    # Both decide at the end of each validation (not at the end of the training epoch): the state last.ckpt records
+    # then is complete, and a run resumed at an epoch's end finds what they monitor.
+    checkpoint = ModelCheckpoint(dirpath=str(run_dir / "checkpoints"), filename="best", monitor=monitor, mode=mode,
+                                 save_on_train_epoch_end=False)
+    last = LastCheckpoint(run_dir / "checkpoints", cfg.trainer.checkpoint_every_minutes)
     throughput = Throughput()
+    loggers = make_loggers(cfg, run_dir)
+    if resume_from is not None and rank_zero_only.rank == 0:
+        keep_earlier_metrics(loggers, run_dir, record.resumes[-1]["step"] if record.resumes else 0)
     trainer = L.Trainer(
         **lightning_options(cfg.trainer),
         default_root_dir=str(run_dir),
-        logger=make_loggers(cfg, run_dir),
-        callbacks=[checkpoint, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience), throughput,
-                   record],
+        logger=loggers,
+        callbacks=[checkpoint, last, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience,
+                                                      check_on_train_epoch_end=False),
+                   throughput, record],
+        plugins=[AtomicCheckpointIO()],  # a cut-off write never replaces a good checkpoint
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
     )
     started = time.perf_counter()
-    trainer.fit(module, datamodule=data)
+    try:
+        trainer.fit(module, datamodule=data, ckpt_path=str(resume_from) if resume_from is not None else None)
+    except SIGTERMException:  # SIGINT or SIGTERM (LastCheckpoint), or Lightning's own SIGTERM handling before training
+        signum = last.signal or signal.SIGTERM
+        raise TrainingInterrupted(signum, trainer.global_step, saved=last.saved_on_signal) from None
     train_seconds = time.perf_counter() - started
     trainer.test(module, datamodule=data, ckpt_path="best" if checkpoint.best_model_path else None, verbose=False)
 
@@ -110,7 +167,7 @@ def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord) -> dict:
 
 
 # TrainerConfig fields that are zoo's own; every other field is passed to lightning.Trainer as it is.
-ZOO_TRAINER_FIELDS = ("patience", "cpu_threads")
+ZOO_TRAINER_FIELDS = ("patience", "cpu_threads", "checkpoint_every_minutes")
 
 
 def lightning_options(trainer_cfg: DictConfig) -> dict:

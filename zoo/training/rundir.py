@@ -75,26 +75,105 @@ def _listing(names: Iterable[str], limit: int = 5) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def check_run_dir(run_dir: Path, own_lock: bool = False) -> None:
-    """Refuse ``run_dir`` unless it is new or empty; only reads. ``own_lock``: the lock there is ours."""
-    if not run_dir.is_dir():
-        return  # Hydra creates it; a new directory is what a run wants
-    entries = {p.name for p in run_dir.iterdir()}
+def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "never") -> str:
+    """Refuse ``run_dir`` unless it may be written; only reads. ``own_lock``: the lock there is ours.
+
+    Returns what the job does there: ``"start"`` (new or empty), ``"resume"`` (a run with
+    ``checkpoints/last.ckpt``, under ``resume_mode`` auto or must) or ``"finished"`` (a finished run
+    under auto: the job is skipped; under must it is resumed, e.g. with more epochs).
+    """
+    resuming = str(resume_mode) in ("auto", "must")
+    entries = {p.name for p in run_dir.iterdir()} if run_dir.is_dir() else set()
     if own_lock:
         entries.discard(LOCK_FILE)
     if LOCK_FILE in entries:
         raise RunDirectoryInUse(locked_message(run_dir, "run directory"))
     used = [m for m in RUN_MARKERS if m in entries]
-    if used:
-        # Resuming a run will start here (taking over a directory that holds one); until then it is refused.
+    if used and resuming:
+        if str(resume_mode) == "auto" and run_status(run_dir) == "finished":
+            return "finished"
+        if (run_dir / LAST_CHECKPOINT).is_file():
+            return "resume"
         raise RunDirectoryInUse(
-            f"run directory {run_dir} already holds a run ({', '.join(used)}); "
-            "choose a new hydra.run.dir instead of overwriting it"
+            f"run directory {run_dir} holds a run ({', '.join(used)}) but no {LAST_CHECKPOINT} to resume from "
+            "(it stopped before its first checkpoint); choose a new hydra.run.dir"
+        )
+    if used:
+        raise RunDirectoryInUse(
+            f"run directory {run_dir} already holds a run ({', '.join(used)}); choose a new hydra.run.dir instead "
+            f"of overwriting it, or continue it with resume={run_dir}"
         )
     if entries:
         raise ForeignDirectory(
             f"run directory {run_dir} holds files that are not a zoo run ({_listing(entries)}); "
             "choose a new or empty folder for hydra.run.dir"
+        )
+    if str(resume_mode) == "must":
+        raise NothingToResume(f"run directory {run_dir} holds no run to resume (resume_mode=must); "
+                              "resume_mode=auto starts one there instead")
+    return "start"
+
+
+def run_status(run_dir: Path) -> str | None:
+    """The status ``summary.json`` records (running, finished, failed, interrupted), or None."""
+    try:
+        return json.loads((run_dir / SUMMARY_FILE).read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- resume
+
+#: The checkpoint a run resumes from: always the latest state (zoo.training.callbacks.LastCheckpoint).
+LAST_CHECKPOINT = "checkpoints/last.ckpt"
+#: Settings a resumed run may change (a key or a whole section); any other difference is refused.
+RESUME_MAY_CHANGE = (
+    "resume", "resume_mode", "plugin_dirs", "paths", "samples", "logger", "decode", "data.num_workers",
+    "trainer.max_epochs", "trainer.max_steps", "trainer.max_time", "trainer.patience",
+    "trainer.checkpoint_every_minutes", "trainer.enable_progress_bar", "trainer.cpu_threads",
+    "trainer.log_every_n_steps", "trainer.limit_val_batches", "trainer.limit_test_batches",
+)
+
+
+def resume_mode(cfg: Any) -> str:
+    """``resume_mode``, or its default: must with ``resume=RUN_DIR``, never without."""
+    return str(cfg.get("resume_mode") or ("must" if cfg.get("resume") else "never"))
+
+
+class NothingToResume(RunDirRefused):
+    """``resume_mode=must`` names a directory that holds no run."""
+
+
+class ResumeRefused(ZooError):
+    """The overrides of a resumed run change what it computes (its model, data, tokenizer, ...)."""
+
+
+def _flat(values: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(values, dict) and values:
+        flat: dict[str, Any] = {}
+        for key, value in values.items():
+            flat.update(_flat(value, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: values}
+
+
+def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
+    """Refuse a resume whose config differs from the run's saved ``config.yaml`` in a setting outside
+    :data:`RESUME_MAY_CHANGE`, naming the first such key; only reads."""
+    saved_file = run_dir / "config.yaml"
+    if not saved_file.is_file():
+        raise ResumeRefused(f"run {run_dir} has no config.yaml to resume with; it cannot be resumed")
+    saved = _flat(OmegaConf.to_container(OmegaConf.load(saved_file), resolve=False))
+    new = _flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    for key in sorted(set(saved) | set(new), key=lambda k: (k.split(".")[0], k)):
+        if saved.get(key, "<unset>") == new.get(key, "<unset>"):
+            continue
+        if any(key == allowed or key.startswith(allowed + ".") for allowed in RESUME_MAY_CHANGE):
+            continue
+        raise ResumeRefused(
+            f"cannot resume {run_dir} with {key}={new.get(key, '<unset>')}: the run has {key}={saved.get(key, '<unset>')}; "
+            f"a resumed run keeps what it computes (only {', '.join(RESUME_MAY_CHANGE[2:])} may change), "
+            "so start a new run for this"
         )
 
 
@@ -168,9 +247,11 @@ class Claim:
     """This process's hold on a run directory: checked when the job starts, locked from its first write
     (:meth:`acquire`) and released when the job ends, with the log file it opened there."""
 
-    def __init__(self, run_dir: Path, writes: bool) -> None:
+    def __init__(self, run_dir: Path, writes: bool, resume_mode: str = "never", verdict: str = "start") -> None:
         self.run_dir = run_dir
         self.writes = writes
+        self.resume_mode = resume_mode
+        self.verdict = verdict  # start | resume | finished (see check_run_dir)
         self.lock: Lock | None = None
         self.log_handler: logging.Handler | None = None
 
@@ -182,7 +263,9 @@ class Claim:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.lock = Lock(self.run_dir, "run directory")
         try:
-            check_run_dir(self.run_dir, own_lock=True)  # a process that wrote between the first check and the lock
+            # a process that wrote between the first check and the lock
+            if check_run_dir(self.run_dir, own_lock=True, resume_mode=self.resume_mode) != self.verdict:
+                raise RunDirectoryInUse(f"run directory {self.run_dir} changed while this job checked it; try again")
         except RunDirRefused:
             self.release()
             raise
@@ -211,21 +294,25 @@ _CLAIMS: dict[Path, Claim] = {}  # run directories this process holds (a claim i
 
 
 @contextmanager
-def claim_run_dir(run_dir: Path, writes: bool = True) -> Iterator[Claim]:
+def claim_run_dir(run_dir: Path, writes: bool = True, resume_mode: str = "never") -> Iterator[Claim]:
     """Hold ``run_dir`` for one job: refused at once (:class:`RunDirRefused`, nothing changed) unless it is
     new or empty and no other process holds it; :meth:`Claim.acquire` locks it before the first write, and
     the lock is removed when the block ends, however it ends. Re-entrant: the entry claims, ``train`` asks again.
 
     ``writes=False`` (DDP ranks > 0, relaunched into rank 0's directory) checks and locks nothing.
+    ``resume_mode`` auto or must also accepts a directory holding a run to continue (:func:`check_run_dir`).
     """
     key = Path(run_dir).resolve()
     held = _CLAIMS.get(key)
     if held is not None:
         yield held
         return
+    verdict = "start"
     if writes:
-        check_run_dir(key)  # read-only
-    claim = Claim(key, writes)
+        verdict = check_run_dir(key, resume_mode=str(resume_mode))  # read-only
+    elif str(resume_mode) in ("auto", "must") and (key / LAST_CHECKPOINT).is_file():
+        verdict = "resume"  # a DDP rank > 0 follows what rank 0 decided (rank 0 holds the lock: no check here)
+    claim = Claim(key, writes, str(resume_mode), verdict)
     _CLAIMS[key] = claim
     try:
         yield claim
@@ -239,7 +326,8 @@ def claim_run_dir(run_dir: Path, writes: bool = True) -> Iterator[Claim]:
 
 class SweepDirCheck(Callback):
     """Hydra callback (``hydra.callbacks`` in conf/config.yaml): claim the sweep directory before Hydra writes
-    ``multirun.yaml`` into it. A sweep directory must be new or empty; it is locked while the sweep runs."""
+    ``multirun.yaml`` into it. A sweep directory must be new or empty (or, with ``resume_mode`` auto or must,
+    hold the sweep to resume); it is locked while the sweep runs."""
 
     def __init__(self) -> None:
         self.lock: Lock | None = None
@@ -251,10 +339,12 @@ class SweepDirCheck(Callback):
                 entries = {p.name for p in sweep_dir.iterdir()}
                 if LOCK_FILE in entries:
                     raise RunDirectoryInUse(locked_message(sweep_dir, "sweep directory"))
-                if entries:
+                resuming = resume_mode(config) in ("auto", "must") and "multirun.yaml" in entries
+                if entries and not resuming:
                     held = "already holds a sweep" if "multirun.yaml" in entries else "holds files that are not a zoo sweep"
                     raise ForeignDirectory(f"sweep directory {sweep_dir} {held} ({_listing(entries)}); "
-                                           "choose a new or empty folder for hydra.sweep.dir")
+                                           "choose a new or empty folder for hydra.sweep.dir (or resume_mode=auto "
+                                           "to finish that sweep's jobs)")
             sweep_dir.mkdir(parents=True, exist_ok=True)
             self.lock = Lock(sweep_dir, "sweep directory")
         except RunDirRefused as error:

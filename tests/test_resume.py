@@ -1,0 +1,246 @@
+"""Runs that survive: resume from last.ckpt, SIGTERM/Ctrl-C mid-epoch, atomic checkpoints, sweeps that finish.
+
+Every run here is tiny (the smoke experiment: 5 training batches an epoch). The equality tests compare a run
+trained straight through with one stopped in the middle of an epoch and resumed: same batches, learning
+rates, random draws, weights, metrics.csv and learning curve.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import TINY, run_zoo
+
+
+
+def run_args(max_steps: int = 15) -> list[str]:
+    """3 epochs of 5 batches; a validation every 2 batches and at each epoch's end; a learning rate that moves."""
+    return [*TINY, "trainer.max_epochs=3", f"trainer.max_steps={max_steps}", "trainer.val_check_interval=0.4",
+            "trainer.log_every_n_steps=1", "optim.warmup_steps=2"]
+
+
+RUN = run_args()
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def weights(run_dir: Path) -> dict:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+
+
+def largest_difference(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+
+
+def assert_same_run(straight: Path, resumed: Path) -> None:
+    """Step for step the same: every logged value, the learning curve, the test scores and the weights."""
+    assert (resumed / "metrics.csv").read_text() == (straight / "metrics.csv").read_text()
+    a, b = summary(straight), summary(resumed)
+    assert b["status"] == "finished" and b["resumes"]
+    assert b["validations"] == [{**v, "seconds": w["seconds"]} for v, w in zip(a["validations"], b["validations"])]
+    assert b["test"] == a["test"] and b["steps"] == a["steps"] == 15
+    assert largest_difference(weights(straight), weights(resumed)) == 0.0
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory) -> Path:
+    """The reference: 15 steps without a stop."""
+    work = tmp_path_factory.mktemp("straight")
+    run_zoo("train", *RUN, f"hydra.run.dir={work / 'run'}", cwd=work)
+    return work / "run"
+
+
+# A run that signals itself in the middle of the step at ``global_step == $STOP_AT`` (deterministic).
+SELF_SIGNAL = textwrap.dedent("""
+    import os, signal, sys
+    from zoo.training.module import ZooModule
+    step, original = ZooModule.training_step, {}
+    def training_step(self, batch, batch_idx):
+        if self.trainer.global_step == int(os.environ["STOP_AT"]) and not original:
+            original["sent"] = True
+            os.kill(os.getpid(), getattr(signal, os.environ["SIGNAL"]))
+        return step(self, batch, batch_idx)
+    ZooModule.training_step = training_step
+    from zoo.training.entry import main
+    main(sys.argv[1:])
+""")
+
+
+def run_stopped(tmp_path: Path, run_dir: Path, stop_at: int, signame: str = "SIGTERM") -> subprocess.CompletedProcess:
+    script = tmp_path / "self_signal.py"
+    script.write_text(SELF_SIGNAL)
+    env = {**os.environ, "STOP_AT": str(stop_at), "SIGNAL": signame, "WANDB_MODE": "offline"}
+    return subprocess.run([sys.executable, str(script), *RUN, f"hydra.run.dir={run_dir}"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
+    """7 steps (the run ends at a mid-epoch validation), then resume=RUN_DIR with more steps: the same 15 steps."""
+    run_dir = tmp_path / "run"
+    run_zoo("train", *run_args(max_steps=7), f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert summary(run_dir)["status"] == "finished"
+    proc = run_zoo("train", f"resume={run_dir}", "trainer.max_steps=15", cwd=tmp_path)
+    assert summary(run_dir)["resumes"][0] == {**summary(run_dir)["resumes"][0], "step": 7, "from": "finished"}
+    assert_same_run(straight, run_dir)
+
+
+@pytest.mark.parametrize("stop_at, signame", [(2, "SIGTERM"), (3, "SIGINT"), (9, "SIGTERM")],
+                         ids=["mid-epoch", "ctrl-c-before-a-validation", "last-step-of-an-epoch"])
+def test_a_signal_writes_last_ckpt_and_a_resume_ends_as_the_straight_run(straight, tmp_path, stop_at, signame):
+    run_dir = tmp_path / "run"
+    proc = run_stopped(tmp_path, run_dir, stop_at, signame)
+    number = getattr(signal, signame).value
+    assert proc.returncode == 128 + number, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("zoo: ") and f"zoo train resume={run_dir}" in last
+    record = summary(run_dir)
+    assert record["status"] == "interrupted" and record["resumable"] and record["step"] == stop_at + 1
+    assert not (run_dir / ".zoo.lock").exists()
+    assert not list((run_dir / "checkpoints").glob("*.partial"))
+    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    assert_same_run(straight, run_dir)
+
+
+def test_sigterm_from_outside_mid_epoch_then_resume_to_the_end(tmp_path):
+    """A real pre-emption: SIGTERM from another process while the run trains; the resumed run ends where it should."""
+    run_dir = tmp_path / "run"
+    slow = [*TINY, "trainer.max_epochs=20", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
+    env = {**os.environ, "WANDB_MODE": "offline"}
+    proc = subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", *slow, f"hydra.run.dir={run_dir}"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if len(summary(run_dir)["validations"]) >= 3:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "zoo train resume=" in stderr.strip().splitlines()[-1]
+    stopped = summary(run_dir)
+    assert stopped["status"] == "interrupted" and 0 < stopped["step"] < 100
+
+    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    done = summary(run_dir)
+    assert done["status"] == "finished" and done["resumes"][0]["step"] == stopped["step"]
+    steps = [v["step"] for v in done["validations"]]
+    # 20 epochs of 5 steps, validated after the 2nd and 4th batch of each: the curve goes on without a gap or a repeat
+    assert steps == [5 * epoch + k for epoch in range(20) for k in (2, 4)] and done["steps"] == 100
+    assert done["validations"][: len(stopped["validations"])] == stopped["validations"]
+    rows = (run_dir / "metrics.csv").read_text().splitlines()
+    assert rows[0].startswith("epoch,step") and len({r for r in rows}) == len(rows)  # nothing logged twice
+
+
+@pytest.fixture
+def finished_run(trained_run, tmp_path) -> Path:
+    """A copy of the session's finished run, to resume or to lock."""
+    copy = tmp_path / "finished"
+    shutil.copytree(trained_run, copy)
+    return copy
+
+
+def test_an_incompatible_override_is_refused_naming_the_key_and_changes_nothing(finished_run, tmp_path):
+    trained_run = finished_run
+    before = {p: p.stat().st_mtime_ns for p in trained_run.rglob("*")}
+    proc = run_zoo("train", f"resume={trained_run}", "encoder.hidden_size=64", cwd=tmp_path, check=False)
+    assert proc.returncode == 1
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("zoo: error: cannot resume") and "encoder.hidden_size=64" in line
+    assert {p: p.stat().st_mtime_ns for p in trained_run.rglob("*")} == before
+
+
+def test_a_run_held_by_another_process_is_not_resumed(finished_run, tmp_path):
+    trained_run = finished_run
+    lock = trained_run / ".zoo.lock"
+    import socket
+
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": "now"}))
+    try:
+        proc = run_zoo("train", f"resume={trained_run}", cwd=tmp_path, check=False)
+    finally:
+        lock.unlink()
+    assert proc.returncode == 1 and "being written by another zoo process" in proc.stderr
+
+
+def test_resume_modes_decide_what_a_folder_means(tmp_path):
+    from zoo.training.rundir import NothingToResume, RunDirectoryInUse, check_run_dir
+
+    empty = tmp_path / "empty"
+    assert check_run_dir(empty, resume_mode="auto") == "start"
+    with pytest.raises(NothingToResume):
+        check_run_dir(empty, resume_mode="must")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"status": "interrupted"}))
+    with pytest.raises(RunDirectoryInUse, match="no checkpoints/last.ckpt"):
+        check_run_dir(run, resume_mode="auto")
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"x")
+    assert check_run_dir(run, resume_mode="auto") == "resume"
+    with pytest.raises(RunDirectoryInUse, match="resume="):
+        check_run_dir(run)  # never: refused, saying how to continue it
+    (run / "summary.json").write_text(json.dumps({"status": "finished"}))
+    assert check_run_dir(run, resume_mode="auto") == "finished"
+    assert check_run_dir(run, resume_mode="must") == "resume"  # e.g. with more epochs
+
+
+def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):
+    from zoo.training.entry import resume_overrides
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=smoke\n- trainer.max_epochs=2\n- hydra.run.dir=x\n")
+    assert resume_overrides([f"resume={run}", "trainer.max_epochs=5"]) == [
+        "experiment=smoke", f"resume={run}", "trainer.max_epochs=5", f"hydra.run.dir={run}"]
+    assert resume_overrides(["trainer.max_epochs=5"]) == ["trainer.max_epochs=5"]
+
+
+def test_a_checkpoint_write_cut_off_never_replaces_the_good_one(tmp_path, monkeypatch):
+    from zoo.training import callbacks
+
+    path = tmp_path / "last.ckpt"
+    io = callbacks.AtomicCheckpointIO()
+    io.save_checkpoint({"step": 1}, path)
+
+    def broken(obj, file):
+        file.write(b"half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(callbacks.torch, "save", broken)
+    with pytest.raises(OSError):
+        io.save_checkpoint({"step": 2}, path)
+    assert torch.load(path, weights_only=True) == {"step": 1}
+
+
+def test_a_sweep_resumed_with_auto_skips_finished_jobs_and_finishes_the_others(tmp_path):
+    sweep = tmp_path / "sweep"
+    args = ["train", "-m", *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}"]
+    run_zoo(*args, cwd=tmp_path)
+    # Job 1 is cut off (as if killed after a checkpoint): its record says so.
+    record = summary(sweep / "1")
+    (sweep / "1" / "summary.json").write_text(json.dumps({**record, "status": "interrupted"}))
+    finished_0 = (sweep / "0" / "summary.json").read_text()
+
+    refused = run_zoo(*args, cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and "resume_mode=auto" in refused.stderr
+
+    proc = run_zoo(*args, "resume_mode=auto", cwd=tmp_path)
+    assert f"{sweep / '0'} finished already; skipped" in proc.stderr
+    assert (sweep / "0" / "summary.json").read_text() == finished_0
+    again = summary(sweep / "1")
+    assert again["status"] == "finished" and again["resumes"][0]["from"] == "interrupted"
