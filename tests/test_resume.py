@@ -244,3 +244,19 @@ def test_a_sweep_resumed_with_auto_skips_finished_jobs_and_finishes_the_others(t
     assert (sweep / "0" / "summary.json").read_text() == finished_0
     again = summary(sweep / "1")
     assert again["status"] == "finished" and again["resumes"][0]["from"] == "interrupted"
+
+
+def test_a_resumed_run_logs_into_the_same_wandb_run(tmp_path):
+    pytest.importorskip("wandb")
+    run_dir = tmp_path / "run"
+    script = tmp_path / "self_signal.py"
+    script.write_text(SELF_SIGNAL)
+    env = {**os.environ, "STOP_AT": "2", "SIGNAL": "SIGTERM", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    stopped = subprocess.run([sys.executable, str(script), *RUN, "logger=wandb", f"hydra.run.dir={run_dir}"],
+                             cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
+    run_id = summary(run_dir)["wandb_run_id"]
+    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    assert summary(run_dir)["wandb_run_id"] == run_id
+    runs = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs), runs

@@ -173,20 +173,31 @@ class LastCheckpoint(Checkpoint):
         loop = trainer.fit_loop
         return bool(loop._data_fetcher is not None and loop.epoch_loop._should_check_val_fx(loop._data_fetcher))
 
+    def _agree(self, trainer, stop: bool, timer: bool = False) -> tuple[bool, bool]:
+        """Under DDP every process saves and stops together: a signal or a timer on any of them counts for all."""
+        if trainer.world_size > 1:
+            stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
+            timer = trainer.strategy.reduce_boolean_decision(timer, all=False)
+            if stop and self.signal is None:
+                self.signal = signal.SIGTERM  # another process was signalled
+        return stop, timer
+
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         # Saved here (where Lightning's own step checkpoints are), unless a validation follows this step: then at
         # its end, so that a resumed run does not skip it.
-        due = (self.signal is not None or self.every_seconds and time.monotonic() - self._saved_at >= self.every_seconds)
-        if not due or self._validation_due(trainer):
+        timer = bool(self.every_seconds) and time.monotonic() - self._saved_at >= self.every_seconds
+        stop, timer = self._agree(trainer, self.signal is not None, timer)
+        if not (stop or timer) or self._validation_due(trainer):
             return
         self.save(trainer)
-        if self.signal is not None:
+        if stop:
             self._stop(trainer)
 
     def on_validation_end(self, trainer, module) -> None:
         if not trainer.sanity_checking:
             self.save(trainer)
-            if self.signal is not None:
+            stop, _ = self._agree(trainer, self.signal is not None)
+            if stop:
                 self._stop(trainer)
 
     def _stop(self, trainer) -> None:

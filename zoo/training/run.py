@@ -5,11 +5,15 @@ import csv
 import dataclasses
 import json
 import logging
+import os
+import secrets
 import signal
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import lightning as L
 import torch
@@ -78,6 +82,7 @@ def train(cfg: DictConfig) -> dict:
             torch.set_num_threads(cfg.trainer.cpu_threads)
         record = RunRecord(run_dir, run_identity(cfg, metrics.monitor), writes)
         checkpoint = run_dir / LAST_CHECKPOINT if resuming else None
+        previous: dict = {}
         if checkpoint is not None:
             previous = json.loads((run_dir / SUMMARY_FILE).read_text()) if (run_dir / SUMMARY_FILE).is_file() else {}
             step = int(torch.load(checkpoint, map_location="cpu", weights_only=False)["global_step"])
@@ -88,13 +93,34 @@ def train(cfg: DictConfig) -> dict:
             try:
                 if writes:
                     write_run_files(claim, cfg, [*metrics.metrics, *metrics.unavailable])
-                return _fit_and_test(cfg, run_dir, record, checkpoint)
+                with wandb_run_id(cfg, record, previous if checkpoint is not None else {}):
+                    return _fit_and_test(cfg, run_dir, record, checkpoint)
             except TrainingInterrupted as stop:
                 record.interrupt(stop)
                 raise
             except Exception as error:
                 record.fail(error)
                 raise
+
+
+@contextmanager
+def wandb_run_id(cfg: DictConfig, record: RunRecord, previous: dict) -> Iterator[None]:
+    """With W&B on, the job's W&B run id is chosen here and kept in ``summary.json``, so a resumed run logs into
+    the same W&B run (Lightning's WandbLogger resumes with ``resume="allow"``; wandb reads ``$WANDB_RUN_ID``)."""
+    if not cfg.logger.wandb:
+        yield
+        return
+    run_id = previous.get("wandb_run_id") or secrets.token_hex(4)
+    record.identity["wandb_run_id"] = run_id
+    before = os.environ.get("WANDB_RUN_ID")
+    os.environ["WANDB_RUN_ID"] = run_id
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("WANDB_RUN_ID", None)
+        else:
+            os.environ["WANDB_RUN_ID"] = before
 
 
 def keep_earlier_metrics(loggers: list, run_dir: Path, step: int) -> None:
