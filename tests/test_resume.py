@@ -260,3 +260,24 @@ def test_a_resumed_run_logs_into_the_same_wandb_run(tmp_path):
     assert summary(run_dir)["wandb_run_id"] == run_id
     runs = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs), runs
+
+
+def test_a_killed_run_resumes_from_its_timed_checkpoint_once_its_lock_is_cleared(straight, tmp_path):
+    """SIGKILL (no chance to write anything): last.ckpt from the timer holds the step before; the lock left behind
+    is reported with what to do, and the resumed run ends as the straight one."""
+    run_dir = tmp_path / "run"
+    script = tmp_path / "self_signal.py"
+    script.write_text(SELF_SIGNAL)
+    env = {**os.environ, "STOP_AT": "8", "SIGNAL": "SIGKILL", "WANDB_MODE": "offline"}
+    killed = subprocess.run([sys.executable, str(script), *RUN, "trainer.checkpoint_every_minutes=0.000001",
+                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert killed.returncode == -signal.SIGKILL
+    assert summary(run_dir)["status"] == "running"
+    ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert ckpt["global_step"] == 8  # written by the timer after step 8, which no validation follows
+
+    refused = run_zoo("train", f"resume={run_dir}", cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and "delete" in refused.stderr and "resume again" in refused.stderr
+    (run_dir / ".zoo.lock").unlink()
+    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    assert_same_run(straight, run_dir)

@@ -94,7 +94,7 @@ class LastCheckpoint(Checkpoint):
     """``checkpoints/last.ckpt``: always the latest state, so a run can be resumed from where it stopped.
 
     Written after every validation (after ``best.ckpt``: Lightning runs checkpoint callbacks last, in
-    order), after a training step once ``every_minutes`` have passed since the previous one, and when
+    order), after the last training step, after a step once ``every_minutes`` have passed since the previous one, and when
     SIGINT or SIGTERM arrives during training. The signal only sets a flag: the step under way ends,
     with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own (the end
     of a training batch, the end of a validation), then Lightning's own SIGTERM stop
@@ -153,6 +153,8 @@ class LastCheckpoint(Checkpoint):
 
     # -------------------------------------------------------------- saving
     def save(self, trainer) -> None:
+        for logger in trainer.loggers:  # what was logged before the checkpoint is on disk with it (metrics.csv)
+            logger.save()
         trainer.save_checkpoint(str(self.path))
         self._saved_at = time.monotonic()
 
@@ -166,6 +168,16 @@ class LastCheckpoint(Checkpoint):
         if self._rng_to_restore is not None:  # as they were when the checkpoint was written
             set_rng_states(self._rng_to_restore)
             self._rng_to_restore = None
+
+    @staticmethod
+    def _last_step(trainer) -> bool:
+        """Whether training ends with this step (max_steps, or the last batch of the last epoch)."""
+        loop = trainer.fit_loop
+        if trainer.max_steps is not None and trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps:
+            return True
+        max_epochs = loop.max_epochs
+        return bool(max_epochs is not None and max_epochs > 0 and trainer.current_epoch + 1 >= max_epochs
+                    and loop.epoch_loop._num_ready_batches_reached())
 
     @staticmethod
     def _validation_due(trainer) -> bool:
@@ -187,7 +199,7 @@ class LastCheckpoint(Checkpoint):
         # its end, so that a resumed run does not skip it.
         timer = bool(self.every_seconds) and time.monotonic() - self._saved_at >= self.every_seconds
         stop, timer = self._agree(trainer, self.signal is not None, timer)
-        if not (stop or timer) or self._validation_due(trainer):
+        if not (stop or timer or self._last_step(trainer)) or self._validation_due(trainer):
             return
         self.save(trainer)
         if stop:

@@ -87,7 +87,7 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
     if own_lock:
         entries.discard(LOCK_FILE)
     if LOCK_FILE in entries:
-        raise RunDirectoryInUse(locked_message(run_dir, "run directory"))
+        raise RunDirectoryInUse(locked_message(run_dir, "run directory", resuming))
     used = [m for m in RUN_MARKERS if m in entries]
     if used and resuming:
         if str(resume_mode) == "auto" and run_status(run_dir) == "finished":
@@ -190,7 +190,7 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def locked_message(folder: Path, what: str) -> str:
+def locked_message(folder: Path, what: str, resuming: bool = False) -> str:
     """Why ``folder`` is refused while it holds a lock file: who holds it, and whether that process still runs.
 
     A lock whose process has ended on this host (killed before it could remove it) is reported, not
@@ -207,6 +207,9 @@ def locked_message(folder: Path, what: str) -> str:
         if _process_alive(pid):
             return (f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
                     "choose a new folder")
+        if resuming:  # a killed run is what resuming is for, but only the user knows no other process uses it
+            return (f"{what} {folder} was locked by process {pid} on this host, which ended without releasing it "
+                    f"(killed?); to resume that run from its last checkpoint, delete {lock} and resume again")
         return (f"{what} {folder} was locked by process {pid} on this host, which ended without releasing it "
                 f"(killed?); its files are that cut-off run's, so choose a new folder ({lock} may be deleted)")
     return (f"{what} {folder} is locked by process {pid} on host {host} (started {started}); choose a new folder, "
