@@ -183,8 +183,10 @@ def main(overrides: list[str] | None = None) -> None:
         task()
     except TrainingInterrupted as stop:
         run_dir = getattr(stop, "run_dir", None) or "RUN_DIR"
-        print(f"zoo: {stop.__class__.__name__}: {stop}; checkpoints/last.ckpt holds it, continue with: "
-              f"zoo train resume={run_dir}", file=sys.stderr)
+        held = ("checkpoints/last.ckpt holds it" if stop.saved
+                else "stopped before training, no checkpoint written now")
+        print(f"zoo: {stop.__class__.__name__}: {stop}; {held}; continue with: zoo train resume={run_dir}",
+              file=sys.stderr)
         raise SystemExit(128 + stop.signum)
     if FAILED_JOBS:
         print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "

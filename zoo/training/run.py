@@ -85,7 +85,7 @@ def train(cfg: DictConfig) -> dict:
         previous: dict = {}
         if checkpoint is not None:
             previous = json.loads((run_dir / SUMMARY_FILE).read_text()) if (run_dir / SUMMARY_FILE).is_file() else {}
-            step = int(torch.load(checkpoint, map_location="cpu", weights_only=False)["global_step"])
+            step = int(torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)["global_step"])
             record.resume_from(previous, step)
             log.info("resuming %s from %s (step %d)", run_dir, LAST_CHECKPOINT, step)
         record.start()  # summary.json first: from here on the directory holds a run
