@@ -41,10 +41,12 @@ def word_maps(model: Any, task: Task, image: Any, decode_cfg: DecodeConfig | Non
 
 
 def overlay(pixels: np.ndarray, weights: torch.Tensor) -> np.ndarray:
-    """(H, W) attention stretched (bilinear) over an image, scaled so its largest cell is 1."""
+    """(H, W) attention stretched (bilinear) over an image and rescaled to 0..1 (least to most attended cell),
+    so that a spread-out attention still shows where it leans."""
     height, width = pixels.shape[:2]
     upsampled = F.interpolate(weights[None, None].float(), size=(height, width), mode="bilinear", align_corners=False)[0, 0]
-    return (upsampled / upsampled.max().clamp(min=1e-9)).numpy()
+    low, high = upsampled.min(), upsampled.max()
+    return ((upsampled - low) / (high - low).clamp(min=1e-9)).numpy()
 
 
 def write_image_attention(
