@@ -208,6 +208,10 @@ def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):
     assert resume_overrides([f"resume={run}", "trainer.max_epochs=5"]) == [
         "experiment=smoke", f"resume={run}", "trainer.max_epochs=5", f"hydra.run.dir={run}"]
     assert resume_overrides(["trainer.max_epochs=5"]) == ["trainer.max_epochs=5"]
+    from zoo.errors import ZooError
+
+    with pytest.raises(ZooError, match="resume_mode=auto"):  # the mode has its own option
+        resume_overrides(["-m", "seed=1,2", "resume=auto"])
 
 
 def test_a_checkpoint_write_cut_off_never_replaces_the_good_one(tmp_path, monkeypatch):

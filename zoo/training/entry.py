@@ -68,10 +68,15 @@ def resume_overrides(overrides: list[str]) -> list[str]:
     run = values.get("resume")
     if run in (None, "null"):
         return overrides
+    if run in ("auto", "must", "never") and any(o in ("-m", "--multirun") for o in overrides):
+        raise ZooError(f"resume= takes a run directory; to resume a sweep write resume_mode={run} "
+                       "(with its hydra.sweep.dir)")
     if any(o in ("-m", "--multirun") for o in overrides):
         raise ZooError("resume=RUN_DIR continues one run; to resume a sweep, repeat its command with "
                        "hydra.sweep.dir=SWEEP_DIR resume_mode=auto")
     run_dir = Path(to_absolute_path(run))
+    if run in ("auto", "must", "never") and not run_dir.exists():
+        raise ZooError(f"resume= takes a run directory (there is no {run_dir}); for the mode, write resume_mode={run}")
     given_dir = values.get("hydra.run.dir")
     if given_dir is not None and Path(to_absolute_path(given_dir)) != run_dir:
         raise ZooError(f"resume={run} and hydra.run.dir={given_dir} name two directories; give resume alone")
