@@ -90,3 +90,16 @@ def test_features_extracted_once_train_a_captioner(tmp_path):
     assert named_by_path.split("\t")[1].strip(), "a features run finds an image of its file by the path's tail"
     unknown = run_zoo("caption", str(tmp_path / "run"), "/anywhere/else.jpg", cwd=tmp_path, check=False)
     assert unknown.returncode != 0 and "no precomputed features for image" in unknown.stderr
+
+
+def test_every_encoder_reads_an_image_grid(tmp_path):
+    discovery.discover()
+    from zoo.registry import names
+
+    encoders = ",".join(names("encoder"))
+    few = ["trainer.limit_train_batches=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
+    run_zoo("train", "-m", *CAPTION_TINY, *few, f"encoder={encoders}", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    finished = {json.loads(p.read_text())["components"]["encoder"]["name"]
+                for p in (tmp_path / "sweep").glob("*/summary.json")
+                if json.loads(p.read_text())["status"] == "finished"}
+    assert finished == set(names("encoder"))
