@@ -14,7 +14,6 @@ import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import Callback, Checkpoint
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from zoo.contracts import PAD
 
