@@ -93,8 +93,8 @@ class LastCheckpoint(Checkpoint):
     """``checkpoints/last.ckpt``: always the latest state, so a run can be resumed from where it stopped.
 
     Written after every validation (after ``best.ckpt``: Lightning runs checkpoint callbacks last, in
-    order), after the last training step, after a step once ``every_minutes`` have passed since the previous one, and when
-    SIGINT or SIGTERM arrives during training. The signal only sets a flag: the step under way ends,
+    order), after the last training step, after a step once ``every_minutes`` have passed since the
+    previous one, and when SIGINT or SIGTERM arrives during training. The signal only sets a flag: the step under way ends,
     with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own (the end
     of a training batch, the end of a validation), then Lightning's own SIGTERM stop
     (``SIGTERMException``) ends training and :func:`zoo.training.run.train` turns it into
