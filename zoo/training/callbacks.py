@@ -94,9 +94,9 @@ class LastCheckpoint(Checkpoint):
 
     Written after every validation (after ``best.ckpt``: Lightning runs checkpoint callbacks last, in
     order), after the last training step, after a step once ``every_minutes`` have passed since the
-    previous one, and when SIGINT or SIGTERM arrives during training. The signal only sets a flag: the step under way ends,
-    with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own (the end
-    of a training batch, the end of a validation), then Lightning's own SIGTERM stop
+    previous one, and when SIGINT or SIGTERM arrives during training. The signal only sets a flag:
+    the step under way ends, with its validation if one is due, ``last.ckpt`` is written where
+    Lightning writes its own (the end of a training batch, the end of a validation), then Lightning's own SIGTERM stop
     (``SIGTERMException``) ends training and :func:`zoo.training.run.train` turns it into
     :class:`TrainingInterrupted`. A second Ctrl-C stops at once. The random states (python, numpy,
     torch) go into the checkpoint and are set again before the first resumed step.
