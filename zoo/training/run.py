@@ -180,7 +180,7 @@ def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord, resume_from
         signum = last.signal or signal.SIGTERM
         raise TrainingInterrupted(signum, trainer.global_step, saved=last.saved_on_signal) from None
     train_seconds = time.perf_counter() - started
-    trainer.test(module, datamodule=data, ckpt_path="best" if checkpoint.best_model_path else None, verbose=False)
+    trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False)
 
     test = module.results.get("test")
     summary = record.finish(build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds))
