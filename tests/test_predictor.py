@@ -33,3 +33,11 @@ def test_missing_pieces_are_one_line_errors(trained_run, tmp_path):
     (broken / "checkpoints" / "best.ckpt").unlink()
     with pytest.raises(RunLoadError, match="no checkpoint"):
         zoo.load(broken)
+
+
+def test_sources_that_share_their_start_get_their_own_attention_folders(trained_run):
+    predictor = zoo.load(trained_run)
+    start = "the old man sees the small dog near the river and"
+    first, second = predictor.attention_dir(start + " smiles"), predictor.attention_dir(start + " laughs")
+    assert first != second and first.parent == second.parent == trained_run / "attention"
+    assert predictor.attention_dir("the dog sees the cat").name == "the_dog_sees_the_cat", "short sources keep a readable name"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -127,8 +128,12 @@ class Predictor:
         return self._with_wandb(write_attention_explorer, source)
 
     def attention_dir(self, source: Any) -> Path:
-        """Where the pictures of ``source`` go: ``run_dir/attention/<slug of the source>``."""
-        slug = re.sub(r"[^\w]+", "_", str(source).strip())[:40].strip("_") or "source"
+        """Where the pictures of ``source`` go: ``run_dir/attention/<slug of the source>``; a source longer
+        than the slug gets a hash of the whole of it, so two that share their start never share a folder."""
+        text = str(source).strip()
+        slug = re.sub(r"[^\w]+", "_", text)[:40].strip("_") or "source"
+        if len(slug) < len(re.sub(r"[^\w]+", "_", text).strip("_")) or slug == "source":
+            slug += "-" + hashlib.sha1(text.encode()).hexdigest()[:8]
         return self.run_dir / "attention" / slug
 
     def _with_wandb(self, write: Any, source: Any) -> Any:
