@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY, run_zoo
+from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
 from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir
 
 
@@ -149,59 +150,8 @@ def test_what_a_folder_holds_decides(tmp_path):
 
 # ------------------------------------------------------------------------- a run used from anywhere
 
-FOLDER_PLUGIN = '''
-from dataclasses import dataclass
-
-import torch
-from torch import nn
-
-from zoo import register
-from zoo.contracts import Scorer
-
-
-@register("attention", "negdist")
-class NegativeDistance(Scorer):
-    """Negative squared distance between query and key."""
-
-    @dataclass
-    class Config:
-        scale: float = 1.0
-
-    def __init__(self, cfg, query_dim, key_dim, heads=1):
-        super().__init__()
-        self.scale = cfg.scale
-        self.key_proj = nn.Linear(key_dim, query_dim) if key_dim != query_dim else nn.Identity()
-
-    def forward(self, q, k):
-        return -self.scale * torch.cdist(q, self.key_proj(k)).pow(2)
-'''
-
-PACKAGE_PLUGIN = '''
-from dataclasses import dataclass
-
-from torch import nn
-
-from zoo import register
-from zoo.contracts import Encoder, EncoderOutput
-
-
-@register("encoder", "bag")
-class BagOfVectors(Encoder):
-    """Each position sees only itself."""
-
-    @dataclass
-    class Config:
-        hidden_size: int = 64
-
-    def __init__(self, cfg, input_dim):
-        super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(input_dim, cfg.hidden_size), nn.Tanh())
-        self.output_dim = self.state_dim = cfg.hidden_size
-
-    def forward(self, x, mask):
-        memory = self.mlp(x) * mask[..., None]
-        return EncoderOutput(memory, mask, memory.sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
-'''
+# A folder plugin (the scorer) and a package plugin (the encoder), from the third-party plugin test.
+FOLDER_PLUGIN, PACKAGE_PLUGIN = SCORER_PLUGIN, ENCODER_PLUGIN
 
 
 def install_distribution(site: Path, package: str, version: str, code: str) -> None:

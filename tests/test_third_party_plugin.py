@@ -9,14 +9,14 @@ import textwrap
 
 from conftest import TINY, run_zoo
 
-PLUGIN = '''
+SCORER_PLUGIN = '''
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from zoo import register
-from zoo.contracts import Encoder, EncoderOutput, Scorer
+from zoo.contracts import Scorer
 
 
 @register("attention", "negdist")
@@ -34,6 +34,15 @@ class NegativeDistance(Scorer):
 
     def forward(self, q, k):
         return -self.scale * torch.cdist(q, self.key_proj(k)).pow(2)
+'''
+
+ENCODER_PLUGIN = '''
+from dataclasses import dataclass
+
+from torch import nn
+
+from zoo import register
+from zoo.contracts import Encoder, EncoderOutput
 
 
 @register("encoder", "bag")
@@ -54,6 +63,9 @@ class BagOfVectors(Encoder):
         state = memory.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
         return EncoderOutput(memory, mask, state)
 '''
+
+# Both in one module, as a third party might ship them.
+PLUGIN = SCORER_PLUGIN + ENCODER_PLUGIN
 
 BROKEN = "raise RuntimeError('boom')\n"
 
