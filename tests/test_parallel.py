@@ -130,3 +130,36 @@ def test_malformed_tsv_line_names_file_and_line(tmp_path):
 def test_bad_settings(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
         splits(corpus(tmp_path), **overrides)
+
+
+def test_a_folder_with_both_layouts_is_ambiguous_until_format_says(tmp_path):
+    corpus(tmp_path)
+    tsv_corpus(tmp_path)
+    with pytest.raises(CorpusError, match="holds both train.tsv and train.de files; choose one with dataset.format"):
+        splits(tmp_path)
+    assert pairs(splits(tmp_path, format="files")["val"]) == [("ein Mann", "a man")]
+
+
+def test_a_byte_order_mark_is_not_glued_to_the_first_word(tmp_path):
+    corpus(tmp_path)
+    (tmp_path / "train.de").write_text("ein Hund\neine Katze\nzwei Männer\n", encoding="utf-8-sig")
+    assert pairs(splits(tmp_path)["train"])[0] == ("ein Hund", "a dog")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda folder: (folder / "train.de").write_bytes("ein Hund\nMänner\n".encode("latin-1")), "train.de is not UTF-8 text"),
+    (lambda folder: (folder / "train.de").write_bytes(b"\x00\x01\x02binary\x00\n"), "train.de holds NUL bytes"),
+])
+def test_text_that_is_not_utf8_is_one_line_naming_the_file(tmp_path, damage, message):
+    corpus(tmp_path)
+    damage(tmp_path)
+    with pytest.raises(CorpusError, match=message):
+        splits(tmp_path)
+
+
+def test_a_truncated_archive_is_one_line_naming_it(tmp_path):
+    corpus(tmp_path, compress=True)
+    archive = gzip.compress("".join(f"ein Hund {k * 7919 % 10007}\n" for k in range(2000)).encode())
+    (tmp_path / "train.de.gz").write_bytes(archive[: len(archive) // 2])  # a download cut off half-way
+    with pytest.raises(CorpusError, match=r"cannot read .*train.de.gz .*truncated"):
+        splits(tmp_path)

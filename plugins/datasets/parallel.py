@@ -43,10 +43,24 @@ class CorpusError(ZooError, ValueError):
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file (``.gz`` is decompressed), without line endings."""
+    """The lines of a UTF-8 text file (``.gz`` is decompressed), without line endings or a byte-order mark.
+
+    A file that is not UTF-8 text (another encoding, binary data) or a truncated
+    archive is one line naming the file and what to do.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as handle:
-        return [line.rstrip("\r\n") for line in handle]
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # -sig: drop a leading BOM
+            lines = [line.rstrip("\r\n") for line in handle]
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path} is not UTF-8 text (byte {error.start}: {error.reason}); convert it, e.g. iconv -f latin1 -t utf-8"
+        ) from None
+    except (EOFError, OSError) as error:  # gzip.BadGzipFile is an OSError
+        raise CorpusError(f"cannot read {path} ({error}); the archive may be truncated: download or compress it again") from None
+    if any("\x00" in line for line in lines):
+        raise CorpusError(f"{path} holds NUL bytes: it is binary, not a text file of sentences")
+    return lines
 
 
 @register("dataset", "parallel")
@@ -82,10 +96,17 @@ class ParallelDataset(Dataset):
         return root
 
     def layout(self) -> str:
-        """``files`` or ``tsv``: the configured format, with ``auto`` resolved."""
+        """``files`` or ``tsv``: the configured format, with ``auto`` resolved; a folder holding both is ambiguous."""
         if self.cfg.format != "auto":
             return self.cfg.format
-        return "tsv" if (self.root / f"{self.cfg.train}.tsv").is_file() else "files"
+        tsv = (self.root / f"{self.cfg.train}.tsv").is_file()
+        files = any((self.root / f"{self.cfg.train}.{self.cfg.src_lang}{gz}").is_file() for gz in ("", ".gz"))
+        if tsv and files:
+            raise CorpusError(
+                f"{self.root} holds both {self.cfg.train}.tsv and {self.cfg.train}.{self.cfg.src_lang} files; "
+                "choose one with dataset.format=tsv or dataset.format=files"
+            )
+        return "tsv" if tsv else "files"
 
     def splits(self) -> dict[str, list[Item]]:
         stems = {"train": self.cfg.train, "val": self.cfg.val, "test": self.cfg.test}
