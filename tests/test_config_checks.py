@@ -189,3 +189,18 @@ def test_zoo_train_stops_on_a_bad_range_before_anything_trains(tmp_path):
     assert "Traceback" not in proc.stderr
     left = [p.name for p in run_dir.iterdir()] if run_dir.exists() else []
     assert all(name == ".hydra" or name.endswith(".log") for name in left), left  # only what Hydra writes first
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["decode.strategy=foo"], "Invalid value 'foo', expected one of [greedy, beam, sample]"),
+    (["tokenizer.vocab_size=0"], "Key 'vocab_size' not in 'Tokenizer_word'"),
+    (["encoder=lstmm"], "Could not find 'encoder/lstmm'; Available options in 'encoder'; elm; esn"),
+    (["-m", "seed=1", "attention=dot,nope"], "Could not find 'attention/nope'"),  # a sweep's later value too
+    (["+ckpt_path=last.ckpt"], "zoo has no option ckpt_path"),
+])
+def test_an_override_that_does_not_compose_is_one_line_and_starts_nothing(tmp_path, overrides, message):
+    proc = run_zoo("train", *overrides, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+                   cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("zoo: error: ") and message in proc.stderr
+    assert not (tmp_path / "sweep").exists() and not any((tmp_path / "run").glob("*"))

@@ -26,6 +26,12 @@ PLAIN_SECTIONS: dict[str, type] = {
 
 def validate(cfg: DictConfig) -> None:
     """Raise a one-line :class:`ConfigError` naming the section and field when an option is out of range."""
+    unknown = sorted(set(cfg.keys()) - {f.name for f in dataclasses.fields(ZooConfig)})
+    if unknown:  # added with +key=value: the schema would accept it and nothing would read it
+        raise ConfigError(
+            f"zoo has no option {', '.join(unknown)}; `zoo train --cfg job` shows the options "
+            "(to continue a run: resume=RUN_DIR)"
+        )
     for section, config_cls in PLAIN_SECTIONS.items():
         _build(section, config_cls, _values(cfg[section]))
     for kind in GROUP_KINDS:

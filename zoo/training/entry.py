@@ -168,6 +168,68 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
                                                    "reason": reason, "overrides": overrides})
 
 
+class CompositionError(ZooError, ValueError):
+    """The overrides do not compose into a config (a mistyped key, a value of the wrong type or choice)."""
+
+
+#: Flags that make Hydra print something instead of running a job; they are left to Hydra.
+HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
+
+
+def check_composition(overrides: list[str]) -> None:
+    """Compose the config before Hydra does, so a bad override is one line rather than Hydra's report.
+
+    A sweep is checked value by value, each with the other overrides at their first value
+    (``a=1,2 b=x,y`` as ``a=1 b=x``, ``a=2 b=x``, ``a=1 b=y``): every choice a sweep names is
+    composed once before any job starts.
+    """
+    if any(arg.split("=")[0] in HYDRA_INFO_FLAGS for arg in overrides):
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = [o for o in OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
+              if not o.get_key_element().startswith("hydra")]
+    values = [[*o.sweep_string_iterator()] if o.is_sweep_override() else [o.input_line] for o in parsed]
+
+    def point(k: int, value: str) -> list[str]:
+        return [_setting(o, value if j == k else choices[0]) for j, (o, choices) in enumerate(zip(parsed, values))]
+
+    points = [point(-1, "")] + [point(k, v) for k, choices in enumerate(values) for v in choices[1:]]
+    for overrides_at_point in points:
+        _compose(overrides_at_point)
+
+
+def _setting(override, value: str) -> str:
+    """``key=value`` for one value of a sweep override; a plain override as written."""
+    return f"{override.get_key_element()}={value}" if override.is_sweep_override() else value
+
+
+def _compose(overrides: list[str]) -> None:
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_module("zoo.conf", version_base="1.3"):
+            compose("config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as error:
+        raise CompositionError(one_line(error) + " (zoo list shows the components and their fields)") from None
+
+
+def one_line(error: BaseException) -> str:
+    """Hydra's and OmegaConf's multi-line messages (and their causes) as one line, without the bookkeeping."""
+    parts: list[str] = []
+    while error is not None:
+        for line in str(error).splitlines():
+            line = line.strip().rstrip(".:")
+            if line.startswith("Config search path"):
+                break
+            if line and not line.startswith(("full_key", "object_type", "reference_type", "provider=")):
+                parts.append(line)
+        error = error.__cause__
+    return "; ".join(dict.fromkeys(parts))
+
+
 def main(overrides: list[str] | None = None) -> None:
     """Train with Hydra ``overrides`` (default: this process's arguments).
 
@@ -180,6 +242,7 @@ def main(overrides: list[str] | None = None) -> None:
         check_renamed(overrides)
         overrides = resume_overrides(overrides)
         discover(plugin_dirs_from_overrides(overrides))
+        check_composition(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
     from zoo.training.callbacks import TrainingInterrupted
