@@ -41,3 +41,16 @@ def test_sources_that_share_their_start_get_their_own_attention_folders(trained_
     first, second = predictor.attention_dir(start + " smiles"), predictor.attention_dir(start + " laughs")
     assert first != second and first.parent == second.parent == trained_run / "attention"
     assert predictor.attention_dir("the dog sees the cat").name == "the_dog_sees_the_cat", "short sources keep a readable name"
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda data: b"", "is empty (0 bytes)"),
+    (lambda data: data[: len(data) // 3], "cannot be loaded (RuntimeError"),  # a write cut off part-way
+])
+def test_an_empty_or_truncated_checkpoint_is_one_clear_error(trained_run, tmp_path, damage, message):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    best = run / "checkpoints" / "best.ckpt"
+    best.write_bytes(damage(best.read_bytes()))
+    with pytest.raises(RunLoadError, match=message):
+        Predictor.from_run(run)

@@ -78,14 +78,19 @@ class Predictor:
             raise RunLoadError(str(error)) from None
         task = build_task(cfg)
         task.load(run_dir)
+        if ckpt.stat().st_size == 0:
+            raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
+                               "(--checkpoint last) or retrain")
         try:
             module = ZooModule.load_from_checkpoint(str(ckpt), map_location="cpu")
         except ZooError:
             raise
         except Exception as error:
+            reason = (str(error).splitlines() or [""])[0][:120]  # some errors (EOFError) have no text
             raise RunLoadError(
-                f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}: {str(error).splitlines()[0][:200]}); "
-                "it may be corrupt or from another zoo version: use checkpoints/last.ckpt or retrain"
+                f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}{': ' + reason if reason else ''}); "
+                "it may be truncated, corrupt or from another zoo version: use another checkpoint (--checkpoint last) "
+                "or retrain"
             ) from error
         return cls(module, task, run_dir)
 
