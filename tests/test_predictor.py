@@ -44,8 +44,8 @@ def test_sources_that_share_their_start_get_their_own_attention_folders(trained_
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda data: b"", "is empty (0 bytes)"),
-    (lambda data: data[: len(data) // 3], "cannot be loaded (RuntimeError"),  # a write cut off part-way
+    (lambda data: b"", r"is empty \(0 bytes\)"),
+    (lambda data: data[: len(data) // 3], r"cannot be loaded \(RuntimeError"),  # a write cut off part-way
 ])
 def test_an_empty_or_truncated_checkpoint_is_one_clear_error(trained_run, tmp_path, damage, message):
     run = tmp_path / "run"
