@@ -46,6 +46,4 @@ class FeatureFrontend(Frontend):
         self.to_sequence = GridProjection(source.feature_dim, cfg.dim, *self.grid, cfg.positions, cfg.dropout)
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        rows, columns = self.grid
-        grid = self.norm(features).transpose(1, 2).reshape(features.shape[0], -1, rows, columns)
-        return self.to_sequence(grid)
+        return self.to_sequence.cells(self.norm(features), *self.grid)

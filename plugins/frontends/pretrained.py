@@ -23,6 +23,7 @@ from zoo import register
 from zoo.config.checks import at_least, between, in_unit_interval
 from zoo.contracts import Frontend, SourceDescription
 from zoo.errors import ZooError
+from zoo.nn.grid import flatten_grid
 
 #: The packages of the ``pretrained`` extra: (module, distribution).
 NETWORK_PACKAGE = ("efficientnet_lite_pytorch", "efficientnet-lite-pytorch")
@@ -238,9 +239,8 @@ class PretrainedFrontend(Frontend):
             x = block(x)
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.finetune_blocks > 0):
             x = net._swish(net._bn1(net._conv_head(x)))
-        batch, channels, rows, columns = x.shape
-        self.grid = (rows, columns)
-        return x.permute(0, 2, 3, 1).reshape(batch, rows * columns, channels)
+        self.grid = tuple(x.shape[-2:])
+        return flatten_grid(x)
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.extract(images)

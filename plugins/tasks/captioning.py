@@ -27,7 +27,7 @@ from zoo.config.checks import Choice, at_least
 from zoo.contracts import ImageSource, Item, SourceDescription, Task
 from zoo.contracts.task import TaskError
 from zoo.data.features import FeatureTable, load_features
-from zoo.data.images import Fit, ImageStore, to_float
+from zoo.data.images import Fit, ImageStore, as_image, to_float
 from zoo.data.text import load_tokenizer, save_tokenizer, tokenizer_path, train_tokenizer
 from zoo.registry import get
 
@@ -121,22 +121,11 @@ class CaptioningTask(Task):
     # ------------------------------------------------------------------ sources
     def encode_sources(self, sources: Sequence[Any]) -> list[torch.Tensor]:
         """Images (ImageSource or file paths) -> (3, size, size) uint8 pixels, or their (positions, F) features."""
-        images = [source if isinstance(source, ImageSource) else ImageSource(str(source), path=str(source))
-                  for source in sources]
+        images = [as_image(source) for source in sources]
         if self.features is not None:
-            return [self._features_of(image.key) for image in images]
+            return [self.features[image.key] for image in images]
         store = ImageStore(images, self.image_size, self.cfg.fit, self._cache_file(images))
         return [store[row] for row in range(len(store))]
-
-    def _features_of(self, key: str) -> torch.Tensor:
-        """The features of an image by its key, or of a file path by its trailing parts (``/data/images/x.jpg``
-        finds ``x.jpg``), so ``zoo caption`` can name dataset images by path."""
-        parts = Path(key).parts
-        for start in range(len(parts)):
-            candidate = "/".join(parts[start:])
-            if candidate in self.features.features:
-                return self.features.features[candidate]
-        return self.features[key]  # a one-line error naming the image
 
     def _cache_file(self, images: Sequence[ImageSource]) -> Path | None:
         if self.cfg.cache != Cache.file or self.cache_dir is None:
@@ -157,9 +146,9 @@ class CaptioningTask(Task):
         return batch.float() if self.features is not None else to_float(batch)
 
     def source_labels(self, encoded: torch.Tensor) -> list[str]:
-        rows, columns = self.features.grid if self.features is not None else (0, 0)
-        if not rows:
+        if self.features is None:
             return []  # an image frontend knows its grid only once it has run (Frontend.grid)
+        rows, columns = self.features.grid
         return [f"r{r}c{c}" for r in range(rows) for c in range(columns)]
 
     def output_limit(self, source: torch.Tensor) -> torch.Tensor:

@@ -48,20 +48,18 @@ def run(args: list[str], description: str) -> None:
 
 
 def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_module
-
+    """The config of ``zoo train`` with these overrides (``task=captioning`` unless another task is named), checked."""
     import zoo.config.schema  # noqa: F401  (stores the schema)
     from zoo.config.renamed import check_renamed
     from zoo.config.validate import validate
     from zoo.registry.discovery import discover
-    from zoo.training.entry import plugin_dirs_from_overrides
+    from zoo.training.entry import compose_config, plugin_dirs_from_overrides
 
+    check_renamed(overrides)
     discover(plugin_dirs_from_overrides(overrides))
     if not any(o.startswith("task=") for o in overrides):
         overrides = ["task=captioning", *overrides]
-    with initialize_config_module("zoo.conf", version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
-    check_renamed(cfg)
+    cfg = compose_config(overrides)
     validate(cfg)
     return cfg
 

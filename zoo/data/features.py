@@ -39,13 +39,17 @@ class FeatureTable:
         self.feature_dim = next(iter(features.values())).shape[-1]
 
     def __getitem__(self, key: str) -> torch.Tensor:
-        try:
-            return self.features[key]
-        except KeyError:
-            raise FeatureError(
-                f"no precomputed features for image '{key}'; a run that reads features captions only the images "
-                "of its features file: extract them with `zoo features`, or use a run with an image frontend"
-            ) from None
+        """The features of image ``key``; a file path finds its image by its trailing parts
+        (``/data/flickr8k/images/x.jpg`` finds ``x.jpg``), so dataset images can be named by path."""
+        parts = Path(key).parts
+        for start in range(len(parts)):
+            found = self.features.get("/".join(parts[start:]))
+            if found is not None:
+                return found
+        raise FeatureError(
+            f"no precomputed features for image '{key}'; a run that reads features captions only the images "
+            "of its features file: extract them with `zoo features`, or use a run with an image frontend"
+        )
 
     def save(self, path: Path) -> None:
         torch.save({"features": self.features, "grid": list(self.grid)}, path)

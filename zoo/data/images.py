@@ -36,6 +36,11 @@ class Fit(Choice):
     stretch = "stretch"  # the whole image squeezed to size x size (keeps everything in view)
 
 
+def as_image(source: ImageSource | str | os.PathLike) -> ImageSource:
+    """An ImageSource as it is, or one for an image file named by its path (the path is its key)."""
+    return source if isinstance(source, ImageSource) else ImageSource(str(source), path=str(source))
+
+
 def read_rgb(image: ImageSource) -> Image.Image:
     """The image as an RGB Pillow image; a missing or undecodable file is one line naming it."""
     if image.pixels is not None:

@@ -39,7 +39,7 @@ class GridProjection(nn.Module):
     """A feature map to the sequence an encoder reads: flatten row-major, project to ``dim``, add cell positions.
 
     ``forward(features (B, C, rows, columns)) -> (x (B, rows * columns, dim), mask (B, rows * columns))``,
-    the mask all True (every cell is real). ``positions=False`` leaves the
+    the mask all True (every cell is real); :meth:`cells` does the same for a grid already flattened. ``positions=False`` leaves the
     positions to a ``posenc`` or to nothing.
     """
 
@@ -51,7 +51,11 @@ class GridProjection(nn.Module):
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         rows, columns = features.shape[-2:]
-        x = self.project(flatten_grid(features))
+        return self.cells(flatten_grid(features), rows, columns)
+
+    def cells(self, flat: torch.Tensor, rows: int, columns: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, rows * columns, C) in row-major order -> the same as :meth:`forward`."""
+        x = self.project(flat)
         if self.positions is not None:
             x = self.positions(x, rows, columns)
         mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)

@@ -189,29 +189,25 @@ def check_composition(overrides: list[str]) -> None:
 
     parsed = [o for o in OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
               if not o.get_key_element().startswith("hydra")]
-    values = [[*o.sweep_string_iterator()] if o.is_sweep_override() else [o.input_line] for o in parsed]
-
-    def point(k: int, value: str) -> list[str]:
-        return [_setting(o, value if j == k else choices[0]) for j, (o, choices) in enumerate(zip(parsed, values))]
-
-    points = [point(-1, "")] + [point(k, v) for k, choices in enumerate(values) for v in choices[1:]]
-    for overrides_at_point in points:
-        _compose(overrides_at_point)
-
-
-def _setting(override, value: str) -> str:
-    """``key=value`` for one value of a sweep override; a plain override as written."""
-    return f"{override.get_key_element()}={value}" if override.is_sweep_override() else value
+    # Each override as key=value settings: a sweep's every value, a plain override as written.
+    settings = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
+                else [o.input_line] for o in parsed]
+    first = [choices[0] for choices in settings]
+    compose_config(first)
+    for k, choices in enumerate(settings):
+        for setting in choices[1:]:
+            compose_config([*first[:k], setting, *first[k + 1:]])
 
 
-def _compose(overrides: list[str]) -> None:
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The config ``overrides`` compose to (no Hydra job); one that does not compose is one :class:`CompositionError` line."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     try:
         with initialize_config_module("zoo.conf", version_base="1.3"):
-            compose("config", overrides=overrides)
+            return compose("config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as error:
         raise CompositionError(one_line(error) + " (zoo list shows the components and their fields)") from None
 

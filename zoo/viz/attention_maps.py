@@ -231,18 +231,23 @@ def write_attention_maps(
         for layer, weights in enumerate(attention.maps[kind], start=1):
             for head in range(weights.shape[0]):
                 fig = heatmap_figure(weights[head], rows, cols, f"{kind} - layer {layer}, head {head + 1}")
-                written.append(_save(fig, out_dir / f"{kind}_layer{layer}_head{head + 1}.png"))
+                written.append(save_figure(fig, out_dir / f"{kind}_layer{layer}_head{head + 1}.png"))
             if weights.shape[0] > 1:
                 fig = grid_figure(weights, rows, cols, f"{kind} - layer {layer}, all heads")
-                written.append(_save(fig, out_dir / f"{kind}_layer{layer}_heads.png"))
+                written.append(save_figure(fig, out_dir / f"{kind}_layer{layer}_heads.png"))
 
-    if wandb_run is not None and written:
-        import wandb
-
-        wandb_run.log({f"attention/{path.stem}": wandb.Image(str(path), caption=str(source)) for path in written})
+    log_pictures(wandb_run, written, source)
     return written
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
+
+
+def log_pictures(wandb_run: Any, paths: list[Path], source: Any) -> None:
+    """Log written pictures to W&B as ``attention/<file stem>``, captioned with their source; no run, no logging."""
+    if wandb_run is not None and paths:
+        import wandb
+
+        wandb_run.log({f"attention/{path.stem}": wandb.Image(str(path), caption=str(source)) for path in paths})

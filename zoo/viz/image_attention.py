@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
-from zoo.data.images import read_rgb
-from zoo.viz.attention_maps import AttentionMapError, sentence_attention
+from zoo.data.images import as_image, read_rgb
+from zoo.viz.attention_maps import AttentionMapError, log_pictures, save_figure, sentence_attention
 
 COLUMNS = 5  # words per row in the overview picture
 
@@ -61,14 +61,14 @@ def write_image_attention(
     if maps.numel() == 0:
         return []
     source = task.encode_sources([image])[0]
-    pixels = source.permute(1, 2, 0).numpy() if source.dim() == 3 else np.asarray(read_rgb(_as_source(image)))
+    pixels = source.permute(1, 2, 0).numpy() if source.dim() == 3 else np.asarray(read_rgb(as_image(image)))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for k, (word, weights) in enumerate(zip(words, maps), start=1):
         fig = Figure(figsize=(3, 3.3))
         _draw(fig.add_subplot(), pixels, weights, word)
-        written.append(_save(fig, out_dir / f"word{k:02d}_{_slug(word)}.png"))
+        written.append(save_figure(fig, out_dir / f"word{k:02d}_{_slug(word)}.png"))
     columns = min(COLUMNS, len(words))
     rows = math.ceil(len(words) / columns)
     fig = Figure(figsize=(2.4 * columns, 2.6 * rows + 0.4))
@@ -77,11 +77,8 @@ def write_image_attention(
     for ax in fig.axes[len(words):]:
         ax.set_axis_off()
     fig.suptitle(" ".join(words[:-1]), y=1.0)
-    written.append(_save(fig, out_dir / "caption.png"))
-    if wandb_run is not None:
-        import wandb
-
-        wandb_run.log({f"attention/{path.stem}": wandb.Image(str(path), caption=str(image)) for path in written})
+    written.append(save_figure(fig, out_dir / "caption.png"))
+    log_pictures(wandb_run, written, image)
     return written
 
 
@@ -93,16 +90,7 @@ def _draw(ax: Any, pixels: np.ndarray, weights: torch.Tensor, word: str) -> None
     ax.set_axis_off()
 
 
-def _as_source(image: Any) -> Any:
-    from zoo.contracts import ImageSource
-
-    return image if isinstance(image, ImageSource) else ImageSource(str(image), path=str(image))
-
-
 def _slug(word: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in word)[:20] or "word"
 
 
-def _save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    return path
