@@ -136,9 +136,10 @@ class Predictor:
         """Where the pictures of ``source`` go: ``run_dir/attention/<slug of the source>``; a source longer
         than the slug gets a hash of the whole of it, so two that share their start never share a folder."""
         text = str(source).strip()
-        slug = re.sub(r"[^\w]+", "_", text)[:40].strip("_") or "source"
-        if len(slug) < len(re.sub(r"[^\w]+", "_", text).strip("_")) or slug == "source":
-            slug += "-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+        words = re.sub(r"[^\w]+", "_", text)
+        slug = words[:40].strip("_")
+        if slug != words.strip("_") or not slug:  # cut short, or nothing readable left
+            slug = f"{slug or 'source'}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
         return self.run_dir / "attention" / slug
 
     def _with_wandb(self, write: Any, source: Any) -> Any:
