@@ -64,7 +64,7 @@ class Predictor:
         missing is an error naming it, where it came from and how to get it."""
         from zoo.data.datamodule import build_task
         from zoo.training.module import ZooModule
-        from zoo.training.rundir import PluginMissing, load_run_plugins
+        from zoo.training.provenance import PluginMissing, load_run_plugins
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
