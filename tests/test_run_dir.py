@@ -3,7 +3,7 @@
 A refused start (a folder holding a run or anything else, another process writing it, a bad config)
 changes nothing in an existing folder, Hydra's `.hydra/` included: every file's bytes and every
 modification time are compared. Two processes started into one new folder: one runs, the other is
-refused. A run trained with a folder plugin and a package plugin is translated from another folder
+refused. The lock dies with its process: a live holder blocks, a killed one does not. A run trained with a folder plugin and a package plugin is translated from another folder
 without `ZOO_PLUGIN_DIRS`, from the sources copied into the run when the folder is gone, and a plugin
 that cannot be found is one line saying where it came from.
 """
@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -23,7 +22,7 @@ import pytest
 
 from conftest import TINY, run_zoo
 from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
-from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir
+from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
@@ -125,17 +124,46 @@ def test_a_lock_is_exclusive_and_leaves_nothing_behind(tmp_path):
     check_run_dir(tmp_path / "new")  # not there yet: fine
 
 
-def test_a_lock_left_by_a_killed_process_is_reported_not_taken_over(tmp_path):
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()
-    lock = tmp_path / LOCK_FILE
-    lock.write_text(json.dumps({"pid": ended.pid, "host": socket.gethostname(), "started": "then"}))
-    with pytest.raises(RunDirectoryInUse, match=f"locked by process {ended.pid} on this host, which ended") as error:
-        check_run_dir(tmp_path)
-    assert str(lock) in str(error.value) and lock.exists()
-    lock.write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": "then"}))
-    with pytest.raises(RunDirectoryInUse, match=f"on host elsewhere .* delete {lock}"):
-        check_run_dir(tmp_path)
+# Takes the lock on the folder named by argv[1], says so, and holds it until killed.
+HOLD_LOCK = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from zoo.training.rundir import Lock
+    Lock(Path(sys.argv[1]), "run directory")
+    print("locked", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_live_holder_in_another_process_blocks_and_a_killed_one_does_not(tmp_path):
+    """The lock dies with its process: a run killed with SIGKILL (no chance to clean up) is resumed at once."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"the state it stopped at")
+    (run / "summary.json").write_text(json.dumps({"status": "running"}))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        with pytest.raises(RunDirectoryInUse, match=f"being written by another zoo process \\(pid {holder.pid},"):
+            check_run_dir(run, resume_mode="auto")
+        with pytest.raises(RunDirectoryInUse, match=f"pid {holder.pid}"):
+            Lock(run, "run directory")
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert (run / LOCK_FILE).exists(), "SIGKILL leaves the file behind"
+    assert check_run_dir(run, resume_mode="auto") == "resume"
+    lock = Lock(run, "run directory")
+    assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
+    lock.release()
+    assert not (run / LOCK_FILE).exists()
+
+
+def test_a_holder_on_another_host_is_named(tmp_path):
+    (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": 7, "host": "elsewhere", "started": "then"}))
+    assert locked_message(tmp_path, "run directory") == (
+        f"run directory {tmp_path} is being written by process 7 on host elsewhere (started then); choose a new folder")
 
 
 def test_what_a_folder_holds_decides(tmp_path):

@@ -16,6 +16,7 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import Callback, Checkpoint
 
 from zoo.contracts import PAD
+from zoo.training.rundir import under_submitit
 
 
 class Throughput(Callback):
@@ -60,12 +61,36 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 class TrainingInterrupted(BaseException):
-    """SIGINT or SIGTERM stopped training (a BaseException, like KeyboardInterrupt: no ``except Exception``
-    records it as a failure, and a sweep stops). ``saved``: ``last.ckpt`` holds the state it stopped at."""
+    """SIGINT or SIGTERM (or submitit's pre-emption signal) stopped training (a BaseException, like
+    KeyboardInterrupt: no ``except Exception`` records it as a failure, and a sweep stops). ``saved``:
+    ``last.ckpt`` holds the state it stopped at."""
 
     def __init__(self, signum: int, step: int, saved: bool) -> None:
         self.signum, self.step, self.saved = signum, step, saved
         super().__init__(f"{signal.Signals(signum).name} at step {step}")
+
+    def hand_over(self) -> None:
+        """Pass submitit's pre-emption signal on to submitit's own handler, once the run is recorded as interrupted.
+
+        That handler (in place again since training ended) has the Hydra launcher resubmit the job with the same
+        arguments, requeues it and exits; the requeued job finds its directory holding this run and resumes it
+        from ``last.ckpt`` (``resume_mode`` is auto under submitit). Any other signal: nothing to pass on.
+        """
+        if self.signum != preemption_signal():
+            return
+        handler = signal.getsignal(self.signum)
+        if callable(handler):
+            handler(self.signum, None)
+
+
+def preemption_signal() -> int | None:
+    """The signal submitit sends a job it will requeue (before its time limit, or when pre-empted: USR2 unless
+    ``SUBMITIT_PREEMPT_SIGNAL`` says otherwise), in a job submitit runs; None elsewhere."""
+    if not under_submitit():
+        return None
+    from submitit import JobEnvironment
+
+    return signal.Signals["SIG" + JobEnvironment.USR_SIG]
 
 
 def rng_states() -> dict:
@@ -94,7 +119,9 @@ class LastCheckpoint(Checkpoint):
 
     Written after every validation (after ``best.ckpt``: Lightning runs checkpoint callbacks last, in
     order), after the last training step, after a step once ``every_minutes`` have passed since the
-    previous one, and when SIGINT or SIGTERM arrives during training. The signal only sets a flag:
+    previous one, and when SIGINT or SIGTERM (in a submitit job also its pre-emption signal, which
+    submitit would otherwise answer by requeueing the job at once, without a checkpoint: see
+    :meth:`TrainingInterrupted.hand_over`) arrives during training. The signal only sets a flag:
     the step under way ends, with its validation if one is due, ``last.ckpt`` is written where
     Lightning writes its own (the end of a training batch, the end of a validation), then Lightning's own SIGTERM stop
     (``SIGTERMException``) ends training and :func:`zoo.training.run.train` turns it into
@@ -115,6 +142,9 @@ class LastCheckpoint(Checkpoint):
 
     # -------------------------------------------------------------- signals
     def _handle(self, signum: int, frame) -> None:
+        if self.signal is not None and signum == preemption_signal():  # the stop under way ends in a requeue
+            self.signal = signum
+            return
         if self.signal is not None:  # the second one: stop now
             self._restore_handlers()
             if signum == signal.SIGINT:
@@ -128,7 +158,8 @@ class LastCheckpoint(Checkpoint):
     def _install_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        preempted = preemption_signal()
+        for signum in (signal.SIGINT, signal.SIGTERM, *([preempted] if preempted else [])):
             self._previous[signum] = signal.signal(signum, self._handle)
 
     def _restore_handlers(self) -> None:

@@ -9,6 +9,7 @@ Every job first claims its directory (:mod:`zoo.training.rundir`): Hydra itself 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,6 +102,7 @@ def train_job(cfg: DictConfig) -> float | None:
     # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
     from lightning.pytorch.utilities import rank_zero_only
 
+    from zoo.training.callbacks import TrainingInterrupted
     from zoo.training.rundir import claim_run_dir, resume_mode
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -115,6 +117,8 @@ def train_job(cfg: DictConfig) -> float | None:
         except BaseException as error:
             if not isinstance(error, Exception):  # an interruption (recorded as such) or an exit: nothing to add
                 error.run_dir = str(run_dir)
+                if isinstance(error, TrainingInterrupted):
+                    error.hand_over()  # submitit's pre-emption signal: requeued (this process exits)
                 raise
             if writes and HydraConfig.get().mode == RunMode.MULTIRUN:
                 if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
@@ -185,6 +189,7 @@ def check_composition(overrides: list[str]) -> None:
     """
     if any(arg.split("=")[0] in HYDRA_INFO_FLAGS for arg in overrides):
         return
+    check_launcher(overrides)
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = [o for o in OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
@@ -197,6 +202,32 @@ def check_composition(overrides: list[str]) -> None:
     for k, choices in enumerate(settings):
         for setting in choices[1:]:
             compose_config([*first[:k], setting, *first[k + 1:]])
+
+
+#: The launcher plugins zoo's presets (conf/hydra/launcher) build on, by the config each registers: its pip name
+#: and zoo's extra that installs it.
+LAUNCHER_PLUGINS = {
+    "joblib": ("hydra-joblib-launcher", "parallel"),
+    "submitit_local": ("hydra-submitit-launcher", "slurm"),
+    "submitit_slurm": ("hydra-submitit-launcher", "slurm"),
+}
+
+
+def check_launcher(overrides: list[str]) -> None:
+    """A ``hydra/launcher`` whose plugin is not installed is one line naming zoo's extra for it, rather than
+    Hydra's report on a config it cannot find (``check_composition`` leaves the other Hydra overrides to Hydra)."""
+    chosen = [o for o in overrides if o.startswith("hydra/launcher=")]
+    if not chosen:
+        return
+    try:
+        compose_config(chosen[-1:])
+    except CompositionError as error:
+        missing = re.search(r"Could not (?:find|load) 'hydra/launcher/(\w+)'", str(error))
+        if missing is None or missing.group(1) not in LAUNCHER_PLUGINS:
+            raise
+        package, extra = LAUNCHER_PLUGINS[missing.group(1)]
+        raise CompositionError(f"{chosen[-1]} needs the Hydra launcher plugin {package}, which is not installed: "
+                               f"pip install 'zoo[{extra}]'") from None
 
 
 def compose_config(overrides: list[str]) -> DictConfig:

@@ -2,8 +2,8 @@
 
 A job first *claims* its directory (:func:`claim_run_dir`): the directory must be new or
 empty (a folder holding a zoo run, or anything else, is refused without a byte changed), and an
-exclusive lock file (:data:`LOCK_FILE`, created with ``O_CREAT | O_EXCL``, holding the pid and the
-host) keeps a second process out until the job ends. Hydra writes nothing into the directory
+exclusive OS lock on :data:`LOCK_FILE` (``flock``; the file holds the pid, host and start time) keeps a
+second process out until the job ends, and no longer than the process lives. Hydra writes nothing into the directory
 (``hydra.output_subdir: null`` and a console-only job logging in ``conf/config.yaml``); once the run's
 config has passed its checks, :func:`write_run_files` writes what Hydra would have (``.hydra/``,
 ``train.log``) and what makes the run usable from any folder and environment: ``plugin_dirs`` as
@@ -16,6 +16,7 @@ A sweep is claimed as a whole too (:class:`SweepDirCheck`, a Hydra callback), be
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import logging
 import os
@@ -74,10 +75,9 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
     """
     resuming = str(resume_mode) in ("auto", "must")
     entries = {p.name for p in run_dir.iterdir()} if run_dir.is_dir() else set()
-    if own_lock:
-        entries.discard(LOCK_FILE)
-    if LOCK_FILE in entries:
-        raise RunDirectoryInUse(locked_message(run_dir, "run directory", resuming))
+    if LOCK_FILE in entries and not own_lock and lock_held(run_dir / LOCK_FILE):
+        raise RunDirectoryInUse(locked_message(run_dir, "run directory"))
+    entries.discard(LOCK_FILE)  # ours, or left by a process that ended: it locks nothing
     used = [m for m in RUN_MARKERS if m in entries]
     if used and resuming:
         if str(resume_mode) == "auto" and run_status(run_dir) == "finished":
@@ -126,8 +126,24 @@ RESUME_MAY_CHANGE = (
 
 
 def resume_mode(cfg: Any) -> str:
-    """``resume_mode``, or its default: must with ``resume=RUN_DIR``, never without."""
-    return str(cfg.get("resume_mode") or ("must" if cfg.get("resume") else "never"))
+    """``resume_mode``, or its default: must with ``resume=RUN_DIR``; auto in a job submitit runs, never elsewhere.
+
+    A submitit job (``hydra/launcher=slurm``, ``submitit_slurm``, ``submitit_local``) may run again: submitit requeues
+    it after a pre-emption or time-out signal, SLURM after a pre-emption or a node failure. It runs again with the
+    same arguments, into the same directory, which then holds its run: auto continues it from ``last.ckpt`` (and
+    skips it if it finished). The first time the directory is new, so auto starts the run as never would.
+    """
+    mode = cfg.get("resume_mode")
+    if mode:
+        return str(mode)
+    if cfg.get("resume"):
+        return "must"
+    return "auto" if under_submitit() else "never"
+
+
+def under_submitit() -> bool:
+    """Whether this process is a job submitit runs (it sets ``SUBMITIT_EXECUTOR``: slurm, local, ...)."""
+    return bool(os.environ.get("SUBMITIT_EXECUTOR"))
 
 
 class NothingToResume(RunDirRefused):
@@ -170,22 +186,10 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
 # ------------------------------------------------------------------------------------------------ lock
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it runs, as another user
-        return True
-    return True
+def locked_message(folder: Path, what: str) -> str:
+    """Why ``folder`` is refused while a live process holds its lock: who holds it, from the lock file.
 
-
-def locked_message(folder: Path, what: str, resuming: bool = False) -> str:
-    """Why ``folder`` is refused while it holds a lock file: who holds it, and whether that process still runs.
-
-    A lock whose process has ended on this host (killed before it could remove it) is reported, not
-    taken over: the folder holds that process's partial files, which a new run may not overwrite, and a
-    pid on another host cannot be checked from here.
+    A lock file left by a process that ended (killed, or its node lost) locks nothing (:func:`lock_held`).
     """
     lock = folder / LOCK_FILE
     try:
@@ -194,43 +198,89 @@ def locked_message(folder: Path, what: str, resuming: bool = False) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return f"{what} {folder} is being claimed by another zoo process ({lock}); choose a new folder"
     if host == socket.gethostname():
-        if _process_alive(pid):
-            return (f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
-                    "choose a new folder")
-        if resuming:  # a killed run is what resuming is for, but only the user knows no other process uses it
-            return (f"{what} {folder} was locked by process {pid} on this host, which ended without releasing it "
-                    f"(killed?); to resume that run from its last checkpoint, delete {lock} and resume again")
-        return (f"{what} {folder} was locked by process {pid} on this host, which ended without releasing it "
-                f"(killed?); its files are that cut-off run's, so choose a new folder ({lock} may be deleted)")
-    return (f"{what} {folder} is locked by process {pid} on host {host} (started {started}); choose a new folder, "
-            f"or delete {lock} if that process no longer runs")
+        return (f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
+                "choose a new folder")
+    return (f"{what} {folder} is being written by process {pid} on host {host} (started {started}); "
+            "choose a new folder")
+
+
+def lock_held(path: Path) -> bool:
+    """Whether a live process holds the lock on ``path``; only reads (a shared lock, tried and dropped at once)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # no file locks on this file system: Lock itself says so
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 class Lock:
-    """An exclusive lock file in ``folder``: created atomically, removed by :meth:`release` (and at exit)."""
+    """An exclusive ``flock`` on ``folder``'s :data:`LOCK_FILE`, held while this process keeps the file open.
+
+    The OS drops it when the process ends, however it ends (SIGKILL, a lost node): a killed run can be resumed
+    at once, while a live holder keeps every other process out. The file holds the holder's pid, host and start
+    time for the messages; :meth:`release` (also at exit) removes it, a killed process leaves it, locking nothing.
+    """
+
+    #: How long a refused attempt is repeated: a probe (:func:`lock_held`) holds the lock for a moment too.
+    PATIENCE_S = 0.5
 
     def __init__(self, folder: Path, what: str) -> None:
         self.path = folder / LOCK_FILE
-        self.held = False
         self.pid = os.getpid()
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            raise RunDirectoryInUse(locked_message(folder, what)) from None
-        self.held = True
+        self.fd: int | None = self._take(folder, what)
         atexit.register(self.release)  # Ctrl-C or sys.exit outside the claim's own `finally`
-        with os.fdopen(fd, "w") as file:
-            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
-                       "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv}, file)
+        holder = {"pid": self.pid, "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "argv": sys.argv}
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, json.dumps(holder).encode())
+
+    def _take(self, folder: Path, what: str) -> int:
+        """Open and lock the file; its descriptor. Locked but no longer the file at ``self.path`` (its holder removed
+        it on release meanwhile): taken again."""
+        deadline = time.monotonic() + self.PATIENCE_S
+        while True:
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() > deadline:
+                    raise RunDirectoryInUse(locked_message(folder, what)) from None
+                time.sleep(0.02)
+                continue
+            except OSError as error:
+                os.close(fd)
+                raise RunDirRefused(f"cannot lock {self.path} ({error.strerror}): zoo needs a file system with file "
+                                    f"locks (flock) for the {what}") from None
+            if self._is_current(fd):
+                return fd
+            os.close(fd)
+
+    def _is_current(self, fd: int) -> bool:
+        try:
+            return os.path.samestat(os.fstat(fd), os.stat(self.path))
+        except FileNotFoundError:
+            return False
 
     def release(self) -> None:
-        if self.held and os.getpid() == self.pid:  # never from a forked child (a data loader worker)
-            self.held = False
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
-            atexit.unregister(self.release)
+        """Remove the file, then drop the lock (closing it); never from a forked child (a data loader worker)."""
+        if self.fd is None or os.getpid() != self.pid:
+            return
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+        atexit.unregister(self.release)
 
 
 # ------------------------------------------------------------------------------------------- the claim
@@ -330,8 +380,9 @@ class SweepDirCheck(Callback):
         try:
             if sweep_dir.is_dir():
                 entries = {p.name for p in sweep_dir.iterdir()}
-                if LOCK_FILE in entries:
+                if LOCK_FILE in entries and lock_held(sweep_dir / LOCK_FILE):
                     raise RunDirectoryInUse(locked_message(sweep_dir, "sweep directory"))
+                entries.discard(LOCK_FILE)  # left by a process that ended: it locks nothing
                 resuming = resume_mode(config) in ("auto", "must") and "multirun.yaml" in entries
                 if entries and not resuming:
                     held = "already holds a sweep" if "multirun.yaml" in entries else "holds files that are not a zoo sweep"

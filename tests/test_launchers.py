@@ -1,0 +1,93 @@
+"""Sweeps through Hydra launchers: submitit's jobs, and a pre-empted job that is requeued and resumes.
+
+Submitit's local executor runs each job as its own process under a controller that restarts it when it
+exits for a requeue, as SLURM would: the pre-emption signal (USR2), zoo's last.ckpt, submitit's
+checkpoint-and-requeue and the resumed run are the real ones; only ``scontrol requeue`` is left out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY, run_zoo
+
+pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[dev]' (zoo[slurm])")
+
+SUBMITIT = ["-m", "hydra/launcher=submitit_local"]
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_a_submitit_sweep_runs_every_job_to_its_summary(tmp_path):
+    sweep = tmp_path / "sweep"
+    run_zoo("train", *SUBMITIT, *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    for job, seed in (("0", 1), ("1", 2)):
+        record = summary(sweep / job)
+        assert record["status"] == "finished" and record["seed"] == seed and not record.get("resumes")
+        assert not (sweep / job / ".zoo.lock").exists()
+
+
+def wait_for_validation(sweep_root: Path, deadline: float) -> Path:
+    """The job's run directory once it has validated once (training is under way, last.ckpt written)."""
+    while time.time() < deadline:
+        for record in sweep_root.glob("*/*/0/summary.json"):
+            try:
+                if json.loads(record.read_text())["validations"]:
+                    return record.parent
+            except (OSError, ValueError, KeyError):
+                pass
+        time.sleep(0.05)
+    raise AssertionError("the job never validated")
+
+
+def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directory(tmp_path):
+    """USR2 (what SLURM sends before a time limit or on pre-emption) to the training job: it stops after the step,
+    writes last.ckpt, is recorded as interrupted and requeued; the requeued job resumes it and finishes. The sweep
+    directory is the default one (a timestamp): the requeued job must not compute a new one."""
+    long = [*TINY, "trainer.max_epochs=8", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
+    env = {**os.environ, "WANDB_MODE": "offline"}
+    sweep = subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", *SUBMITIT, *long, "seed=3"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    run_dir = wait_for_validation(tmp_path / "multirun", time.time() + 300)
+    job_pid = json.loads((run_dir / ".zoo.lock").read_text())["pid"]  # the job, not the sweep (it waits)
+    os.kill(job_pid, signal.SIGUSR2)
+    _, stderr = sweep.communicate(timeout=300)
+    assert sweep.returncode == 0, stderr[-3000:]
+
+    assert [p.relative_to(tmp_path / "multirun") for p in (tmp_path / "multirun").glob("*/*")] == [
+        run_dir.parent.relative_to(tmp_path / "multirun")], "the requeued job ran in another sweep directory"
+    job_logs = "".join(p.read_text() for p in run_dir.parent.glob(".submitit/*/*_log.*"))
+    assert "zoo: SIGUSR2: stopping after this step, writing last.ckpt" in job_logs
+    assert "Requeued job" in job_logs
+    done = summary(run_dir)
+    (resume,) = done["resumes"]
+    assert resume["from"] == "interrupted" and 0 < resume["step"] < 40
+    assert done["status"] == "finished" and done["steps"] == 40  # 8 epochs of 5 batches: nothing lost, nothing twice
+    steps = [v["step"] for v in done["validations"]]
+    assert steps == [5 * epoch + k for epoch in range(8) for k in (2, 4)]
+    assert not (run_dir / ".zoo.lock").exists()
+
+
+def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
+    from hydra.core.config_store import ConfigStore
+
+    from zoo.registry.discovery import discover
+    from zoo.training.entry import CompositionError, check_composition
+
+    discover()
+    check_composition(["-m", "hydra/launcher=slurm", "seed=1,2"])  # installed: composes (and registers its configs)
+    monkeypatch.delitem(ConfigStore.instance().repo["hydra"]["launcher"], "submitit_slurm.yaml")
+    for launcher in ("slurm", "submitit_slurm"):  # zoo's preset, and the plugin's own config
+        with pytest.raises(CompositionError) as error:
+            check_composition(["-m", f"hydra/launcher={launcher}", "seed=1,2"])
+        assert str(error.value) == (f"hydra/launcher={launcher} needs the Hydra launcher plugin "
+                                    "hydra-submitit-launcher, which is not installed: pip install 'zoo[slurm]'")
