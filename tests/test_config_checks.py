@@ -204,3 +204,18 @@ def test_an_override_that_does_not_compose_is_one_line_and_starts_nothing(tmp_pa
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("zoo: error: ") and message in proc.stderr
     assert not (tmp_path / "sweep").exists() and not any((tmp_path / "run").glob("*"))
+
+
+@pytest.mark.parametrize("precision", ["16", "16-mixed", "16-true"])
+def test_fp16_on_the_cpu_is_refused_naming_what_to_use(precision):
+    with pytest.raises(ConfigError, match=f"^trainer.precision={precision} .*use bf16-mixed or 32-true"):
+        validate(composed(f"trainer.precision={precision}"))
+    validate(composed("trainer=gpu_fp16"))  # a GPU preset is not checked against this machine
+    validate(composed("trainer.precision=bf16-mixed"))
+
+
+def test_zoo_train_refuses_fp16_on_the_cpu_in_one_line(tmp_path):
+    proc = run_zoo("train", "trainer.precision=16-mixed", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("zoo: error: trainer.precision=16-mixed (fp16) needs a GPU")

@@ -159,6 +159,26 @@ def test_multi_process_training_gets_disjoint_equal_shares():
         assert all(len(b) * max(sizes[i] for i in b) <= 10 or len(b) == 1 for b in share)
 
 
+@pytest.mark.parametrize("processes", [2, 3, 9])  # 9: more than the 7 batches
+def test_multi_process_evaluation_gives_every_batch_to_exactly_one_process(processes):
+    """Nothing is dropped: counts may differ; with fewer batches than processes the largest batches are halved."""
+    sizes = [3, 5, 2, 8, 4, 4, 6, 1, 7, 2, 3]
+    single = list(TokenBudgetBatchSampler(LengthBucketSampler(sizes, shuffle=False), max_tokens=10))
+    shares = [list(TokenBudgetBatchSampler(LengthBucketSampler(sizes, shuffle=False), max_tokens=10,
+                                           num_replicas=processes, rank=rank)) for rank in range(processes)]
+    assert sorted(i for share in shares for b in share for i in b) == list(range(len(sizes)))
+    assert all(share for share in shares)
+    if len(single) >= processes:  # the same batches as one process, dealt out in turn
+        assert [shares[k % processes][k // processes] for k in range(len(single))] == single
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_more_processes_than_evaluation_examples_is_a_clear_error():
+    sampler = TokenBudgetBatchSampler(LengthBucketSampler([3, 4], shuffle=False), max_tokens=10, num_replicas=3)
+    with pytest.raises(DataError, match="only 2 evaluation examples for 3 processes"):
+        list(sampler)
+
+
 def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeypatch):
     """Lightning reads the loader's length once per epoch; a wrong length silently skips validation."""
     from types import SimpleNamespace

@@ -62,6 +62,7 @@ class TrainerConfig:
     accelerator: str = "cpu"
     devices: Any = 1
     strategy: str = "auto"
+    # 32-true, bf16-mixed (CPU or GPU: fp32 weights, bf16 products) or 16-mixed (GPUs without bf16; refused on the CPU)
     precision: str = "32-true"
     gradient_clip_val: float = 1.0  # clip the gradient norm to this (0: no clipping)
     patience: int = 5  # early stopping on validation BLEU, in validation rounds

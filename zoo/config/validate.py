@@ -39,10 +39,20 @@ def validate(cfg: DictConfig) -> None:
             if cfg.get(group) is not None:  # an optional group left null means the kind's own choice
                 values = _values(cfg[group])
                 _build(group, get(kind.name, values.pop("name")).cls.Config, values)
+    refuse_fp16_on_cpu(cfg.trainer)
     at_least(cfg, "samples", 0)
     between(cfg, "seed", 0, 2**32 - 1)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
     build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
+
+
+def refuse_fp16_on_cpu(trainer: DictConfig) -> None:
+    """Refuse fp16 (``16``, ``16-mixed``, ``16-true``) on the CPU, where it is not what would run: Lightning
+    quietly swaps ``16-mixed`` for bf16-mixed there. bf16-mixed (fp32's range) trains on the CPU and on a GPU."""
+    precision = str(trainer.precision)
+    if trainer.accelerator == "cpu" and precision.startswith("16"):
+        raise ConfigError(f"trainer.precision={precision} (fp16) needs a GPU; on the CPU (trainer.accelerator=cpu) "
+                          "use bf16-mixed or 32-true, or train on a GPU (trainer=gpu)")
 
 
 def _values(section: DictConfig) -> dict[str, Any]:

@@ -149,18 +149,20 @@ class ZooDataModule(L.LightningDataModule):
         return self._loader("test", shuffle=False)
 
     def batch_sampler(self, split: str, shuffle: bool) -> TokenBudgetBatchSampler:
-        """The batch sampler of a split; training batches are split across processes in multi-GPU runs."""
+        """The batch sampler of a split; under DDP each process gets its share of the batches of every split
+        (evaluation: every batch exactly once, see :meth:`TokenBudgetBatchSampler.evaluation_share`)."""
         self.setup()
         sizes = self.encoded[split].sizes
         per_batch = max(1, self.max_tokens * len(sizes) // max(1, sum(sizes)))
         sampler = LengthBucketSampler(sizes, shuffle, seed=int(self.cfg["seed"]), chunk_size=CHUNK_BATCHES * per_batch)
         world, rank = 1, 0
-        if shuffle and self.trainer is not None:
+        if self.trainer is not None:
             world, rank = self.trainer.world_size, self.trainer.global_rank
-            # The number of batches differs a little between epochs. Lightning reloads this loader every
-            # epoch (reload_dataloaders_every_n_epochs=1) and reads its length once, so the length must
-            # already be that of the coming epoch, or the end-of-epoch validation is skipped.
-            sampler.set_epoch(self.trainer.current_epoch)
+            if shuffle:
+                # The number of batches differs a little between epochs. Lightning reloads this loader every
+                # epoch (reload_dataloaders_every_n_epochs=1) and reads its length once, so the length must
+                # already be that of the coming epoch, or the end-of-epoch validation is skipped.
+                sampler.set_epoch(self.trainer.current_epoch)
         skip = 0
         # Resumed mid-epoch: the batches seen before the checkpoint are not seen again. Lightning may build this
         # loader once before it has restored the epoch, so the skip waits for the loader of the saved epoch.

@@ -62,8 +62,9 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
 
     A batch is closed when one more pair would make ``batch size * largest size``
     exceed ``max_tokens``, or when the size drops (a new sorted chunk begins).
-    Training batches are then shuffled. With ``num_replicas > 1`` (multi-GPU)
-    every process takes every ``num_replicas``-th batch, all the same number.
+    Training batches are then shuffled. With ``num_replicas > 1`` (DDP) process
+    ``rank`` takes every ``num_replicas``-th batch: in training all the same number
+    (:meth:`training_share`), in evaluation every batch exactly once (:meth:`evaluation_share`).
     ``skip``: the first batches of the epoch are not given again (a run resumed in the middle of an
     epoch saw them before it stopped); the length stays the whole epoch's, as the training loop counts on.
     """
@@ -92,14 +93,41 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             batches.append(batch)
         if self.sampler.shuffle:
             self.sampler.rng("batches").shuffle(batches)
-        if self.num_replicas > 1:
-            usable = len(batches) // self.num_replicas * self.num_replicas
-            if usable == 0:
-                raise DataError(
-                    f"only {len(batches)} batches for {self.num_replicas} processes; lower data.max_tokens"
-                )
-            batches = batches[self.rank : usable : self.num_replicas]
-        return batches
+        if self.num_replicas == 1:
+            return batches
+        return self.training_share(batches) if self.sampler.shuffle else self.evaluation_share(batches)
+
+    def training_share(self, batches: list[list[int]]) -> list[list[int]]:
+        """This process's training batches, as many as every other process's.
+
+        Every step all-reduces the gradients, so a process with one batch more would wait
+        for the others forever; the last ``len(batches) % num_replicas`` batches of the
+        (shuffled) epoch are left out, different ones each epoch.
+        """
+        usable = len(batches) // self.num_replicas * self.num_replicas
+        if usable == 0:
+            raise DataError(f"only {len(batches)} batches for {self.num_replicas} processes; lower data.max_tokens")
+        return batches[self.rank : usable : self.num_replicas]
+
+    def evaluation_share(self, batches: list[list[int]]) -> list[list[int]]:
+        """This process's evaluation batches: every batch goes to exactly one process, none is left out.
+
+        Process ``rank`` takes batches ``rank, rank + num_replicas, ...``, so counts differ by
+        at most one and the metrics, gathered from all processes, cover the whole split. Each
+        process needs one batch at least (Lightning refuses an empty loader on one process and
+        would skip its end of evaluation, where the results are gathered), so while there are
+        fewer batches than processes the largest is halved: only a split this small is batched
+        differently from a single process.
+        """
+        batches = list(batches)
+        while len(batches) < self.num_replicas:
+            k = max(range(len(batches)), key=lambda j: len(batches[j]))
+            if len(batches[k]) == 1:
+                raise DataError(f"only {len(batches)} evaluation examples for {self.num_replicas} processes; "
+                                "use fewer processes (trainer.devices)")
+            half = len(batches[k]) // 2
+            batches[k : k + 1] = [batches[k][:half], batches[k][half:]]
+        return batches[self.rank :: self.num_replicas]
 
     def __iter__(self) -> Iterator[list[int]]:
         batches = self.batches()[self.skip:]

@@ -66,7 +66,7 @@ class ZooModule(L.LightningModule):
         self.metrics = MetricSuite(cfg)
         self.test_decode = DecodeConfig(**cfg["decode"])
         self.val_decode = dataclasses.replace(self.test_decode, strategy="greedy")  # validation is always greedy
-        self._outputs: list[tuple[torch.Tensor, list[list[int]]]] = []
+        self._reset_evaluation()
         self.results: dict[str, dict[str, Any]] = {}  # split -> scores and hypotheses of the latest evaluation
         self._saved_step: int | None = None  # global step of the latest checkpoint written
 
@@ -135,20 +135,47 @@ class ZooModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ evaluation
+    def _reset_evaluation(self) -> None:
+        """Forget this process's evaluation results so far: ``(item indices, output ids)`` per batch, and the
+        loss kept the way Lightning averaged a value logged per step (so one process's loss stays bit for bit
+        what it was): the sum of (batch mean token loss × batch rows), a 0-dim float32 tensor on the CPU, and
+        the number of rows."""
+        self._outputs: list[tuple[list[int], list[list[int]]]] = []
+        self._loss_sum, self._rows = torch.zeros(()), 0
+
     def _evaluate_step(self, batch: dict, decode: DecodeConfig, split: str) -> None:
-        loss = self._loss(batch)
-        self.log(f"{split}/loss", loss, batch_size=batch["source"].size(0))
+        rows = batch["source"].size(0)
+        self._loss_sum = self._loss_sum + (self._loss(batch).detach() * rows).cpu()
+        self._rows += rows
         task = self.trainer.datamodule.task
         hypotheses = generate(self.model, batch["source"], decode, max_len=task.output_limit(batch["source"]))
-        self._outputs.append((batch["index"].cpu(), hypotheses))
+        self._outputs.append((batch["index"].tolist(), hypotheses))
+
+    def _gathered(self) -> list[dict[str, Any]]:
+        """Every process's evaluation results, one dict per process; only this one's outside DDP.
+
+        Under DDP each process evaluates its share of the batches
+        (:meth:`~zoo.data.sampling.TokenBudgetBatchSampler.evaluation_share`); gathering the
+        shares (plain Python objects: works on gloo and nccl) lets every process score the
+        whole split, so all log the same metrics and none needs Lightning's ``sync_dist``.
+        """
+        mine = {"outputs": self._outputs, "loss_sum": self._loss_sum, "rows": self._rows}
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            return [mine]
+        everyone: list[Any] = [None] * torch.distributed.get_world_size()
+        torch.distributed.all_gather_object(everyone, mine)
+        return everyone
 
     def _evaluate_epoch(self, split: str) -> None:
-        """Score every item of ``split`` against all its references with every metric; log them."""
+        """Score every item of ``split`` against all its references with every metric; log them and the loss
+        (the mean over the split's rows of each batch's mean token loss, as Lightning would average it)."""
+        shares = self._gathered()
+        self._reset_evaluation()
+        loss = sum(share["loss_sum"] for share in shares) / torch.tensor(sum(share["rows"] for share in shares))
+        self.log(f"{split}/loss", loss, batch_size=1)
+        order = {index: hyp for share in shares for indices, hyps in share["outputs"]
+                 for index, hyp in zip(indices, hyps)}
         data = self.trainer.datamodule
-        order = {}
-        for index, hyps in self._outputs:
-            order.update(zip(index.tolist(), hyps))
-        self._outputs.clear()
         items = [data.items[split][i] for i in sorted(order)]
         hypotheses = data.task.decode_targets([order[i] for i in sorted(order)])
         references = [item.references for item in items]
@@ -164,7 +191,7 @@ class ZooModule(L.LightningModule):
         if not self.trainer.sanity_checking:
             self._evaluate_epoch("val")
         else:
-            self._outputs.clear()
+            self._reset_evaluation()
 
     def test_step(self, batch: dict, batch_idx: int) -> None:
         self._evaluate_step(batch, self.test_decode, "test")
