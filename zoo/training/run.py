@@ -44,7 +44,8 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*is smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
-    # Every DDP rank evaluates the whole validation and test set, so their metrics agree: nothing to sync.
+    # Every DDP rank scores the whole validation and test set from the results gathered from all ranks
+    # (ZooModule._evaluate_epoch), so they log the same metrics: nothing to sync.
     warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed setting.*")
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda"):
         logging.getLogger(name).setLevel(logging.WARNING)
