@@ -8,7 +8,7 @@ import pytest
 
 from zoo.registry import discovery
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
-from zoo.report.runs import find_runs
+from zoo.report.runs import RunsNotFound, find_runs
 from zoo.report.stats import bootstrap_mean_difference
 
 discovery.discover()
@@ -87,8 +87,17 @@ def test_machine_readable_formats(tmp_path):
     assert "│ gru " in compare([tmp_path])  # the terminal table
 
 
-def test_no_runs_says_where_it_looked(tmp_path):
-    assert "no runs found" in compare([tmp_path])
+def test_no_runs_or_a_missing_folder_is_an_error(tmp_path):
+    with pytest.raises(RunsNotFound, match="no runs under"):
+        compare([tmp_path])
+    with pytest.raises(RunsNotFound, match="no such file or folder: .*nowhere"):
+        compare([tmp_path / "nowhere"])
+
+
+def test_sorting_by_a_metric_no_run_has_is_an_error(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
+    with pytest.raises(CompareError, match="--sort ter: no run has that test metric; they have bleu"):
+        compare([tmp_path], sort="ter")
 
 
 SENTENCES = [f"the {a} {n} sees {k} small {m} near the old tower" for a in ("big", "red", "old", "shy", "wet")

@@ -1,12 +1,13 @@
 """The ``zoo`` command: train (Hydra), list, translate, caption, attention, features, compare, dashboard."""
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import os
 import sys
 
-from zoo.errors import ZooError
+from zoo.errors import VERBOSE_VARIABLE, ZooError, report
 
 # command -> (module:function under zoo.cli, one-line description)
 COMMANDS = {
@@ -31,18 +32,32 @@ def version() -> str:
         return __version__
 
 
+def usage() -> str:
+    text = "usage: zoo [--verbose] {" + ",".join(COMMANDS) + "} ...  |  zoo --version\n\n"
+    text += "\n".join(f"  {name:<10} {text}" for name, (_, text) in COMMANDS.items())
+    return text + "\n\n  --verbose  print the traceback behind an error (also ZOO_VERBOSE=1 or HYDRA_FULL_ERROR=1)"
+
+
+def unknown_command(name: str) -> str:
+    close = difflib.get_close_matches(name, COMMANDS, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown command '{name}'; {hint}commands: {', '.join(COMMANDS)} (zoo --help describes them)"
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-V", "--version"):
         print(f"zoo {version()}")
         raise SystemExit(0)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        usage = "usage: zoo {" + ",".join(COMMANDS) + "} ...  |  zoo --version\n\n"
-        usage += "\n".join(f"  {name:<10} {text}" for name, (_, text) in COMMANDS.items())
-        print(usage, file=sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr)
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"zoo: error: unknown command '{argv[0]}'", file=sys.stderr)
-        raise SystemExit(0 if argv and argv[0] in ("-h", "--help") else 2)
+    if argv and argv[0] in ("-v", "--verbose"):
+        os.environ[VERBOSE_VARIABLE] = "1"  # inherited by DDP ranks and sweep workers
+        argv = argv[1:]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        raise SystemExit(0 if argv else 2)
+    if argv[0] not in COMMANDS:
+        print(f"zoo: error: {unknown_command(argv[0])}", file=sys.stderr)
+        raise SystemExit(2)
     command, rest = argv[0], argv[1:]
     target, description = COMMANDS[command]
     module_name, function_name = target.split(":")
@@ -50,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         function(rest, description)
     except ZooError as error:
-        print(f"zoo: error: {error}", file=sys.stderr)
+        report(error)
         raise SystemExit(1)
     except BrokenPipeError:  # the reader went away (`zoo translate RUN < big.txt | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush must not fail again

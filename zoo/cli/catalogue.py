@@ -2,7 +2,7 @@
 and the optional groups that offer a kind's components again (``cross_attention``)."""
 from __future__ import annotations
 
-import argparse
+from zoo.cli.args import CommandParser
 
 from zoo.registry.entries import FieldInfo
 
@@ -11,7 +11,7 @@ ALIGN_AT_MOST = 48
 
 
 def run(args: list[str], description: str) -> None:
-    parser = argparse.ArgumentParser(prog="zoo list", description=description)
+    parser = CommandParser(prog="zoo list", description=description)
     parser.add_argument("kind", nargs="?", help="only this kind (encoder, decoder, attention, posenc, ...)")
     parser.add_argument("--filter", default="", help="only names containing this text")
     opts = parser.parse_args(args)

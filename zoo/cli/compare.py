@@ -1,7 +1,7 @@
 """``zoo compare``: a leaderboard of configurations over seeds."""
 from __future__ import annotations
 
-import argparse
+from zoo.cli.args import CommandParser
 
 
 def run(args: list[str], description: str) -> None:
@@ -10,7 +10,7 @@ def run(args: list[str], description: str) -> None:
 
     discover()  # metric plugins: significance tests rebuild them by name
 
-    parser = argparse.ArgumentParser(prog="zoo compare", description=description)
+    parser = CommandParser(prog="zoo compare", description=description)
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
     parser.add_argument("--by", default="", help="group by these settings instead of by configuration, "
                                                  "e.g. encoder,attention or encoder.hidden_size")

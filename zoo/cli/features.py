@@ -7,7 +7,7 @@ and spends no time in the backbone. An existing OUT is never overwritten.
 """
 from __future__ import annotations
 
-import argparse
+from zoo.cli.args import CommandParser
 import os
 import sys
 import time
@@ -26,7 +26,7 @@ class FeatureCommandError(ZooError, ValueError):
 
 
 def run(args: list[str], description: str) -> None:
-    parser = argparse.ArgumentParser(prog="zoo features", description=description)
+    parser = CommandParser(prog="zoo features", description=description)
     parser.add_argument("out", help="the .pt file to write (must not exist yet)")
     parser.add_argument("overrides", nargs="*", help="config overrides as for zoo train, e.g. frontend=pretrained dataset=karpathy")
     opts = parser.parse_args(args)

@@ -17,30 +17,15 @@ from enum import Enum
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
+from zoo.cli.args import CommandParser, positive_int
+
 # The spellings of decoding fields whose option name is not simply the field's (strategy was --decode first).
 DECODE_FLAGS = {"strategy": ("--decode", "--strategy")}
 _DEST = "decode."  # namespace prefix of the decoding options, apart from the command's own
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, like every other zoo error."""
-
-    def error(self, message: str) -> typing.NoReturn:
-        self.exit(2, f"zoo: error: {message} (`{self.prog} --help` lists the options)\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
-def _parser(command: str, description: str) -> _Parser:
-    parser = _Parser(prog=f"zoo {command}", description=description)
+def _parser(command: str, description: str) -> CommandParser:
+    parser = CommandParser(prog=f"zoo {command}", description=description)
     parser.add_argument("run_dir", help="a run directory (the folder `zoo train` printed)")
     return parser
 
@@ -51,8 +36,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--checkpoint", default="best", metavar="best|last|PATH",
         help="the weights to use: best (default, checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
     )
-    parser.add_argument("--threads", type=_positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)")
-    parser.add_argument("--batch-size", type=_positive_int, default=64, metavar="N",
+    parser.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)")
+    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
                         help="inputs decoded together (default: 64); 1 answers each stdin line as soon as it arrives")
     _add_decode_options(parser.add_argument_group("decoding", "each one overrides the run's own decode config (its decode.* fields)"))
 
@@ -194,8 +179,7 @@ def caption(args: list[str], description: str) -> None:
 
 
 def attention(args: list[str], description: str) -> None:
-    parser = argparse.ArgumentParser(prog="zoo attention", description=description)
-    parser.add_argument("run_dir")
+    parser = _parser("attention", description)
     parser.add_argument("sentence", help="a sentence for a translation run, an image file for a captioning run")
     parser.add_argument(
         "--html",

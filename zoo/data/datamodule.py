@@ -83,6 +83,7 @@ class ZooDataModule(L.LightningDataModule):
         self.task = build_task(cfg)
         self.items: dict[str, list[Item]] = {}
         self.encoded: dict[str, EncodedSplit] = {}
+        self._fitted = False  # codecs fitted by this data module (saved to the run directory at setup)
         self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
 
     # ------------------------------------------------------------------ resuming
@@ -97,22 +98,32 @@ class ZooDataModule(L.LightningDataModule):
         if "train_epoch" in state:
             self._resume_at = (int(state["train_epoch"]), int(state["train_batches_done"]))
 
+    def read(self) -> dict[str, list[Item]]:
+        """The dataset's splits, read once, and the task's codecs fitted on the training split (unless the run
+        directory holds codecs already: a resumed run keeps its ids). Nothing is written: a run reads its data
+        before it writes its directory, so missing or malformed data is refused before the run exists."""
+        if not self.items:
+            splits = build("dataset", self.cfg["dataset"]).splits()
+            missing = [s for s in SPLITS if not splits.get(s)]
+            if missing:
+                raise DataError(f"dataset '{self.cfg['dataset']['name']}' returned no {', '.join(missing)} items")
+            self.items = {split: splits[split] for split in SPLITS}
+            if not self.task.saved(self.run_dir):
+                self.task.fit(self.items["train"])
+                self._fitted = True
+        return self.items
+
     def setup(self, stage: str | None = None) -> None:
         if self.encoded:
             return
-        splits = build("dataset", self.cfg["dataset"]).splits()
-        missing = [s for s in SPLITS if not splits.get(s)]
-        if missing:
-            raise DataError(f"dataset '{self.cfg['dataset']['name']}' returned no {', '.join(missing)} items")
-        if self.task.saved(self.run_dir):
+        self.read()
+        if self._fitted:
+            self.task.save(self.run_dir)
+        else:
             self.task.load(self.run_dir)
             log.info("loaded the task's codecs from %s", self.run_dir)
-        else:
-            self.task.fit(splits["train"])
-            self.task.save(self.run_dir)
         log.info("source: %s; target vocabulary: %d", self.task.source_description(), self.task.target_vocab_size)
         for split in SPLITS:
-            self.items[split] = splits[split]
             self.encoded[split] = self._encode(split)
 
     def _encode(self, split: str) -> EncodedSplit:

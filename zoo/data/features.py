@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
 
 SUFFIXES = (".pt", ".npz")
 
@@ -92,7 +92,8 @@ def _read(path: Path) -> tuple[dict[str, torch.Tensor], tuple[int, int] | None]:
                 table, grid = {key: torch.from_numpy(arrays[key]) for key in arrays.files}, None
     except (OSError, RuntimeError, ValueError, KeyError, TypeError, EOFError, pickle.UnpicklingError,
             zipfile.BadZipFile) as error:
-        raise FeatureError(f"cannot read features file {path} ({type(error).__name__}: {error}); extract it again") from None
+        why = "not a file torch.save wrote" if isinstance(error, pickle.UnpicklingError) else first_line(error)
+        raise FeatureError(f"cannot read features file {path} ({type(error).__name__}: {why}); extract it again") from None
     if not table:
         raise FeatureError(f"features file {path} holds no images")
     return {str(key): _as_grid(value).to(torch.float16) for key, value in table.items()}, grid

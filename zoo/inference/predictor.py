@@ -109,11 +109,19 @@ class Predictor:
 
     def translate(self, sentences: Sequence[str], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
         """:meth:`predict` under the name a translation user looks for."""
+        self.expect_sources("text", "translate", "caption")
         return self.predict(sentences, batch_size, **decode_overrides)
 
     def caption(self, images: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
         """:meth:`predict` for a captioner: image file paths (or ImageSource) in, one caption each."""
+        self.expect_sources("image", "caption", "translate")
         return self.predict(images, batch_size, **decode_overrides)
+
+    def expect_sources(self, kind: str, verb: str, other_verb: str) -> None:
+        """Refuse to ``verb`` with a run whose task reads another kind of source (the other verb is its use)."""
+        if self.task.source_kind != kind:
+            raise RunLoadError(f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
+                                 f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it")
 
     def attention_maps(self, source: Any) -> list[Path]:
         """PNG pictures of one source's attention under ``run_dir/attention/<source>/``: heatmaps for a

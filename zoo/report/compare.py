@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, group_runs
-from zoo.report.runs import Run, find_runs
+from zoo.report.runs import Run, RunsNotFound, find_runs
 from zoo.report.stats import METHOD, p_value, pool
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -36,6 +36,8 @@ class Leaderboard:
         summaries = [run.summary for run in runs]
         self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
         self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)
+        if sort and self.metrics and sort not in self.metrics:
+            raise CompareError(f"--sort {sort}: no run has that test metric; they have {', '.join(self.metrics)}")
         directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
         self.higher_is_better = directions[0] if directions else True
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
@@ -219,10 +221,10 @@ def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | No
             baseline: str | None = None) -> str:
     """The leaderboards of every run under ``paths`` as text."""
     boards = leaderboards(paths, by, sort, baseline)
+    if not any(board.runs or board.skipped for _, board in boards):
+        raise RunsNotFound(f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)")
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
-    if not any(board.runs or board.skipped for _, board in boards):
-        return "no runs found (looked for summary.json)"
     return "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards)
 
 

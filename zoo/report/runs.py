@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zoo.errors import ZooError
 from zoo.training.record import SUMMARY_FILE
+
+
+class RunsNotFound(ZooError, FileNotFoundError):
+    """A path given to compare or watch does not exist, or holds no run at all."""
 
 
 @dataclass
@@ -53,7 +58,7 @@ class Run:
 def find_runs(paths: list[str | Path]) -> list[Run]:
     """Every run directory at or below ``paths`` (a run, a sweep, a folder of sweeps), in path order."""
     runs = []
-    for path in map(Path, paths):
+    for path in existing(paths):
         files = [path / SUMMARY_FILE] if (path / SUMMARY_FILE).is_file() else sorted(path.rglob(SUMMARY_FILE))
         for file in files:
             try:
@@ -62,3 +67,12 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
                 summary = {}
             runs.append(Run(file.parent, summary if isinstance(summary, dict) else {}))
     return runs
+
+
+def existing(paths: list[str | Path]) -> list[Path]:
+    """``paths`` as paths, each checked to exist (a mistyped folder is an error, not an empty comparison)."""
+    missing = [str(path) for path in paths if not Path(path).exists()]
+    if missing:
+        raise RunsNotFound(f"no such file or folder: {', '.join(missing)}; give run directories or folders holding "
+                           "them (e.g. multirun/)")
+    return [Path(path) for path in paths]

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from zoo.config.renamed import check_renamed
-from zoo.errors import ZooError
+from zoo.errors import ZooError, one_line_reason, report
 from zoo.registry.discovery import discover
 
 log = logging.getLogger("zoo.run")
@@ -35,7 +35,7 @@ def one_line_errors() -> Iterator[None]:
     try:
         yield
     except ZooError as error:
-        print(f"zoo: error: {error}", file=sys.stderr)
+        report(error)
         raise SystemExit(1)
 
 
@@ -126,10 +126,6 @@ def train_job(cfg: DictConfig) -> float | None:
                 claim.acquire()  # locked already unless the config was refused
                 record_refused_job(run_dir, one_line_reason(error))
             raise
-
-
-def one_line_reason(error: BaseException) -> str:
-    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
 
 
 @hydra.main(config_path="pkg://zoo.conf", config_name="config", version_base="1.3")

@@ -22,6 +22,7 @@ from lightning.pytorch.callbacks import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.schema import section
+from zoo.errors import one_line_reason
 from zoo.registry import GROUP_KINDS
 
 log = logging.getLogger("zoo.run")
@@ -136,8 +137,7 @@ class RunRecord(Callback):
 
     def fail(self, error: BaseException) -> None:
         """Mark the run failed with a one-line reason; the exception goes on to the caller."""
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-        self._write("failed", reason=reason)
+        self._write("failed", reason=one_line_reason(error))
 
     def finish(self, summary: dict) -> dict:
         """The final summary: the identity, ``finished`` and everything the run measured."""

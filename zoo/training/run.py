@@ -76,7 +76,9 @@ def train(cfg: DictConfig) -> dict:
             check_resume_config(run_dir, cfg)  # before anything changes
         check_tracker_packages(cfg.logger)
         metrics = MetricSuite(cfg)
-        claim.acquire()  # the lock: a config refused above has changed nothing in the directory
+        data = ZooDataModule(cfg, run_dir)
+        data.read()  # missing or malformed data is refused here, before the run directory is written
+        claim.acquire()  # the lock: a config or data refused above has changed nothing in the directory
         quiet_lightning()
         L.seed_everything(cfg.seed, workers=True, verbose=False)
         if cfg.trainer.cpu_threads > 0:
@@ -95,7 +97,7 @@ def train(cfg: DictConfig) -> dict:
                 if writes:
                     write_run_files(claim, cfg, [*metrics.metrics, *metrics.unavailable])
                 with wandb_run_id(cfg, record, previous if checkpoint is not None else {}):
-                    return _fit_and_test(cfg, run_dir, record, checkpoint)
+                    return _fit_and_test(cfg, data, run_dir, record, checkpoint)
             except TrainingInterrupted as stop:
                 record.interrupt(stop)
                 raise
@@ -144,8 +146,8 @@ def keep_earlier_metrics(loggers: list, run_dir: Path, step: int) -> None:
             writer.metrics_keys = header
 
 
-def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord, resume_from: Path | None = None) -> dict:
-    data = ZooDataModule(cfg, run_dir)
+def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: RunRecord,
+                  resume_from: Path | None = None) -> dict:
     data.setup()
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
@@ -176,12 +178,15 @@ def _fit_and_test(cfg: DictConfig, run_dir: Path, record: RunRecord, resume_from
     )
     started = time.perf_counter()
     try:
-        trainer.fit(module, datamodule=data, ckpt_path=str(resume_from) if resume_from is not None else None)
+        # weights_only=False: the run's own checkpoints, which hold its config and random states as well
+        trainer.fit(module, datamodule=data, ckpt_path=str(resume_from) if resume_from is not None else None,
+                    weights_only=False)
     except SIGTERMException:  # SIGINT or SIGTERM (LastCheckpoint), or Lightning's own SIGTERM handling before training
         signum = last.signal or signal.SIGTERM
         raise TrainingInterrupted(signum, trainer.global_step, saved=last.saved_on_signal) from None
     train_seconds = time.perf_counter() - started
-    trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False)
+    trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False,
+                 weights_only=False)
 
     test = module.results.get("test")
     summary = record.finish(build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds))
