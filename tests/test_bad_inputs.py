@@ -224,6 +224,9 @@ CASES = [
     Case("config", [*TRAIN, "dataset=scenes"], "dataset"),
     Case("config", ["train", "-m", *TRAIN_TINY, "encoder.hidden_size=32,abc"], "hidden_size"),
     Case("config", [*TRAIN, "resume_mode=sometimes"], "resume_mode"),
+    Case("config", [*TRAIN, "trainer.precision=16-mixed"], "trainer.precision"),
+    Case("config", [*TRAIN, "trainer.num_nodes=0"], "trainer.num_nodes"),
+    Case("config", [*TRAIN, "-m", "hydra/launcher=rocket"], "rocket"),
     # ----- data: missing, mixed formats, mismatched, empty, binary, wrong encoding, truncated archive
     Case("data", [*PARALLEL], "data", files=None),
     Case("data", [*PARALLEL], "train.en", files=corpus_files(train_en=b"one\ntwo\n")),

@@ -60,8 +60,9 @@ class TrainerConfig:
     max_steps: int = -1  # -1: no limit; otherwise training stops after this many optimiser steps
     max_time: Optional[str] = None  # "DD:HH:MM:SS"
     accelerator: str = "cpu"
-    devices: Any = 1
-    strategy: str = "auto"
+    devices: Any = 1  # processes per machine (GPUs, or CPU processes with trainer=ddp_cpu); -1: every GPU
+    num_nodes: int = 1  # machines; a multi-node run is launched once per node (e.g. by SLURM: hydra/launcher=slurm)
+    strategy: str = "auto"  # auto, ddp, ddp_find_unused_parameters_true, ...: Lightning's strategies
     # 32-true, bf16-mixed (CPU or GPU: fp32 weights, bf16 products) or 16-mixed (GPUs without bf16; refused on the CPU)
     precision: str = "32-true"
     gradient_clip_val: float = 1.0  # clip the gradient norm to this (0: no clipping)
@@ -85,6 +86,7 @@ class TrainerConfig:
             at_least(self, "max_epochs", 1, "to stop after a number of optimiser steps instead, set max_steps")
         else:
             at_least(self, "max_steps", 1, "or -1 for no limit")
+        at_least(self, "num_nodes", 1)
         at_least(self, "gradient_clip_val", 0)
         at_least(self, "patience", 1)
         positive(self, "val_check_interval")

@@ -124,6 +124,10 @@ RESUME_MAY_CHANGE = (
     "trainer.log_every_n_steps", "trainer.limit_val_batches", "trainer.limit_test_batches",
 )
 
+#: Settings added after runs were first recorded, with the value every run made before them had: a run that
+#: predates a setting resumes when the setting keeps that value.
+ADDED_SETTINGS = {"trainer.num_nodes": 1}
+
 
 def resume_mode(cfg: Any) -> str:
     """``resume_mode``, or its default: must with ``resume=RUN_DIR``; auto in a job submitit runs, never elsewhere.
@@ -169,7 +173,7 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
     saved_file = run_dir / "config.yaml"
     if not saved_file.is_file():
         raise ResumeRefused(f"run {run_dir} has no config.yaml to resume with; it cannot be resumed")
-    saved = _flat(OmegaConf.to_container(OmegaConf.load(saved_file), resolve=False))
+    saved = {**ADDED_SETTINGS, **_flat(OmegaConf.to_container(OmegaConf.load(saved_file), resolve=False))}
     new = _flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     for key in sorted(set(saved) | set(new), key=lambda k: (k.split(".")[0], k)):
         if saved.get(key, "<unset>") == new.get(key, "<unset>"):
