@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from torch import nn
 from zoo.config.sections import TrainerConfig
 from zoo.training.schedule import warmup_then_decay
 from zoo.training.run import lightning_options
-from zoo.training.summary import parameter_counts
+from zoo.training.summary import epochs_trained, parameter_counts
 
 
 def test_warmup_then_inverse_sqrt_and_cosine():
@@ -37,6 +38,17 @@ def test_parameter_counts_split_trainable_frozen_and_count_tied_weights_once():
     model.register_buffer("reservoir", torch.zeros(3, 3))
     model.register_buffer("table", torch.zeros(100), persistent=False)  # derived, not a weight
     assert parameter_counts(model) == {"trainable": 40, "frozen": 16 + 9}
+
+
+def test_an_epoch_cut_short_counts_as_the_fraction_that_ran():
+    def trainer(current_epoch, done, batches):
+        progress = SimpleNamespace(current=SimpleNamespace(completed=done))
+        return SimpleNamespace(current_epoch=current_epoch, num_training_batches=batches,
+                               fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_progress=progress)))
+
+    assert epochs_trained(trainer(3, 40, 40)) == 3  # three whole epochs
+    assert epochs_trained(trainer(3, 10, 40)) == 2.25  # max_time stopped the third a quarter of the way
+    assert epochs_trained(trainer(0, 0, 40)) == 0
 
 
 def test_trainer_section_maps_onto_lightning_options():

@@ -52,12 +52,22 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
         "peak_memory_mb": round(peak_memory_mb(module.device), 1),
         "latency_ms": {strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
                        for strategy in ("greedy", "beam")},
-        "epochs": trainer.current_epoch,
+        "epochs": epochs_trained(trainer),
         "steps": trainer.global_step,
         "decode": str(cfg.decode.strategy),
         "best_checkpoint": checkpoint.best_model_path or None,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
     }
+
+
+def epochs_trained(trainer: Any) -> float:
+    """Epochs of training, the last one as the fraction of its batches that ran when a limit (``max_time``,
+    ``max_steps``) or a signal stopped it: Lightning counts an epoch cut short as a whole one."""
+    whole = trainer.current_epoch
+    done, batches = trainer.fit_loop.epoch_loop.batch_progress.current.completed, trainer.num_training_batches
+    if whole and 0 < done < batches:
+        return round(whole - 1 + done / batches, 2)
+    return whole
 
 
 def monitored_score(summary: dict) -> float | None:
