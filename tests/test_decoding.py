@@ -110,15 +110,35 @@ def test_greedy_stops_when_all_sentences_end_and_respects_max_len():
     assert sample(never_ends, src([A], [A]), top_k=1, max_len=3) == [[C] * 3, [C] * 3]
 
 
+def final_score(model: TableModel, first_token: int, ids: list[int], limit: int, penalty: str, alpha: float) -> float:
+    """The score beam search ranks by: the summed log-probability of ``ids`` and their EOS (none
+    when cut at ``limit``) under the table for source ``[first_token, ...]``, length-normalised."""
+    tokens = ids + [EOS] if len(ids) < limit else ids
+    log_table = model.decoder.log_table[first_token % model.decoder.log_table.size(0)].double()
+    total, prev, cur = 0.0, BOS, BOS
+    for token in tokens:
+        total += float(log_table[prev, cur, token])
+        prev, cur = cur, token
+    return length_normalised(total, len(tokens), penalty, alpha)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_beam_size_one_is_greedy(seed):
+def test_beam_size_one_follows_greedy(seed):
+    """One beam holds greedy's sequence until it ends. Ranked by the raw sum (gnmt, alpha=0) no live
+    hypothesis can beat it then, so the output is greedy's; under a length penalty a live runner-up
+    still may, so beam 1 scores at least as high as greedy."""
     model = random_model(seed=seed, eos_bias=1.0)
-    source = src([9, A], [1, B_, C], [2], [3, D, D, D])
+    sentences = [[9, A], [1, B_, C], [2], [3, D, D, D]]
+    source = src(*sentences)
     max_len = torch.tensor([4, 6, 3, 8])
     expected = greedy(model, source, max_len=max_len)
-    assert beam_search(model, source, beam_size=1, max_len=max_len) == expected
-    assert beam_search(model, source, beam_size=1, length_penalty="average", max_len=max_len) == expected
+    assert beam_search(model, source, beam_size=1, alpha=0.0, max_len=max_len) == expected
     assert any(len(h) < m for h, m in zip(expected, max_len.tolist()))  # some sentences do end with EOS
+    for penalty, alpha in (("gnmt", 0.6), ("average", 0.0)):
+        beams = beam_search(model, source, beam_size=1, length_penalty=penalty, alpha=alpha, max_len=max_len)
+        for sentence, hyp, greedy_hyp, limit in zip(sentences, beams, expected, max_len.tolist()):
+            score = lambda ids: final_score(model, sentence[0], ids, limit, penalty, alpha)  # noqa: E731
+            assert score(hyp) >= score(greedy_hyp) - 1e-6
 
 
 def test_beam_steps_all_sentences_and_beams_together():
@@ -135,20 +155,16 @@ def test_exhaustive_beam_equals_brute_force(penalty, seed):
     best sequence of all; the table depends on the previous token, so the cache must follow
     the beams through reorder_cache."""
     model = random_model(contexts=1, seed=seed, eos_bias=-1.0)
-    log_table = model.decoder.log_table[0].double()
     max_len = 3
     best, best_score = None, -math.inf
     for n in range(1, max_len + 1):
         for ids in itertools.product(ALLOWED, repeat=n):
             if EOS in ids[:-1] or (n < max_len and ids[-1] != EOS):
                 continue  # not a complete hypothesis
-            score, prev, cur = 0.0, BOS, BOS
-            for token in ids:
-                score += float(log_table[prev, cur, token])
-                prev, cur = cur, token
-            normalised = length_normalised(score, n, penalty, 0.6)
-            if normalised > best_score:
-                best, best_score = [i for i in ids if i != EOS], normalised
+            output = [i for i in ids if i != EOS]
+            score = final_score(model, A, output, max_len, penalty, 0.6)
+            if score > best_score:
+                best, best_score = output, score
     wide = len(ALLOWED) ** max_len
     assert beam_search(model, src([A]), beam_size=wide, length_penalty=penalty, max_len=max_len) == [best]
 
@@ -178,6 +194,50 @@ def test_length_penalties_rank_a_short_and_a_long_sentence_as_computed_by_hand()
     assert run(length_penalty="gnmt", alpha=0.6) == [[A]]
     assert run(length_penalty="gnmt", alpha=3.0) == [[B_, C, D]]
     assert run(length_penalty="average") == [[B_, C, D]]
+
+
+@pytest.mark.parametrize("penalty, alpha", [("gnmt", 0.6), ("gnmt", 0.0), ("average", 0.0)])
+def test_beam_does_not_stop_while_the_greedy_sequence_at_the_top_can_still_win(penalty, alpha):
+    """Two hypotheses end before the greedy sequence "a c" does, while it leads the beam:
+    step 1: "a" 0.6, "" (EOS) 0.3 -> "" ends with log 0.3 = -1.20 (length 1, every lp(1) is 1);
+    step 2: "a c" 0.42, "a" (EOS) 0.15 -> "a" ends with log 0.15 = -1.90 over lp(2): k = 2 have ended;
+    step 3: "a c" (EOS) 0.378 ends with log 0.378 = -0.97 over lp(3) >= lp(2): the best.
+    Stopping once k hypotheses had ended returned "" (gnmt) or "a" (average) here."""
+    model = model_from_rows({BOS: row(a=0.6, eos=0.3), A: row(c=0.7, eos=0.25)})  # every other token: EOS 0.9
+    source = src([A])
+    best = lambda ids: final_score(model, A, ids, 5, penalty, alpha)  # noqa: E731
+    assert greedy(model, source, max_len=5) == [[A, C]]
+    assert best([A, C]) > max(best([]), best([A]))
+    assert beam_search(model, source, beam_size=2, length_penalty=penalty, alpha=alpha, max_len=5) == [[A, C]]
+
+
+@pytest.mark.parametrize("penalty, alpha", [("gnmt", 0.6), ("gnmt", 0.0), ("average", 0.0)])
+def test_beam_stops_once_no_live_hypothesis_can_win(penalty, alpha):
+    """After step 2 only "a" has ended (0.81); the best live hypothesis has 0.0203, and even kept at
+    that probability up to the limit of 10 it stays below "a" under every penalty. So the search
+    stops with one of k = 2 hypotheses ended."""
+    others = {cur: row(d=0.9, eos=0.001) for cur in (UNK, B_, C, D)}
+    model = model_from_rows({BOS: row(a=0.9, eos=0.01), A: row(eos=0.9), **others})
+    assert beam_search(model, src([A]), beam_size=2, length_penalty=penalty, alpha=alpha, max_len=10) == [[A]]
+    assert model.decoder.calls == [2, 2]
+
+
+@pytest.mark.parametrize("penalty, alpha", [("gnmt", 0.6), ("gnmt", 0.0), ("average", 0.0)])
+@pytest.mark.parametrize("beam_size", [2, 5])
+def test_beam_scores_at_least_as_high_as_greedy_on_random_models(penalty, alpha, beam_size):
+    """40 sources over 8 random tables, with limits from 3 to 9. Not a theorem, since beam search may
+    prune greedy's sequence; but here stopping once k hypotheses had ended lost to greedy on
+    7 / 9 inputs (beam 2 / 5) with gnmt 0.6, 1 / 6 with gnmt 0 and 7 / 13 with average."""
+    model = random_model(contexts=8, seed=11, eos_bias=1.0)
+    g = torch.Generator().manual_seed(0)
+    sentences = [[i] + torch.randint(4, 8, (i % 4,), generator=g).tolist() for i in range(40)]
+    source = src(*sentences)
+    max_len = torch.randint(3, 10, (40,), generator=g)
+    greedy_out = greedy(model, source, max_len=max_len)
+    beam_out = beam_search(model, source, beam_size=beam_size, length_penalty=penalty, alpha=alpha, max_len=max_len)
+    for sentence, beam_hyp, greedy_hyp, limit in zip(sentences, beam_out, greedy_out, max_len.tolist()):
+        score = lambda ids: final_score(model, sentence[0], ids, limit, penalty, alpha)  # noqa: E731
+        assert score(beam_hyp) >= score(greedy_hyp) - 1e-6
 
 
 def test_length_normalised_values():
@@ -307,7 +367,7 @@ def test_real_model_beam_and_greedy(decoder):
     max_len = torch.tensor([5, 3, 4])
     expected = greedy(model, source, max_len=max_len)
     assert [len(h) <= m for h, m in zip(expected, max_len.tolist())] == [True] * 3
-    assert beam_search(model, source, beam_size=1, max_len=max_len) == expected
+    assert beam_search(model, source, beam_size=1, alpha=0.0, max_len=max_len) == expected
     beams = beam_search(model, source, beam_size=3, max_len=max_len)
     assert len(beams) == 3
     for hyp, m in zip(beams, max_len.tolist()):

@@ -73,14 +73,19 @@ def max_output_len(source_mask_or_lengths: torch.Tensor, ratio: float, offset: i
     return limits.clamp(min=1)
 
 
-def length_normalised(score: float, length: int, penalty: LengthPenalty | str, alpha: float = 0.6) -> float:
-    """A hypothesis' summed log-probability ``score`` divided by its length penalty.
+def length_normalised(
+    score: float | torch.Tensor, length: float | torch.Tensor, penalty: LengthPenalty | str, alpha: float = 0.6
+) -> float | torch.Tensor:
+    """A hypothesis' summed log-probability ``score`` divided by its length penalty
+    (floats, or tensors elementwise).
 
     * ``gnmt``: ``score / ((5 + length) / 6) ** alpha`` (Wu et al., 2016, eq. 14);
       ``alpha = 0`` ranks by the raw sum, larger ``alpha`` favours longer outputs.
     * ``average``: ``score / length``, the mean log-probability per token.
 
-    ``length`` counts the generated ids, EOS included.
+    ``length`` counts the generated ids, EOS included. Both penalties grow with
+    ``length`` (for ``alpha >= 0``), which bounds what a hypothesis can still
+    reach (:func:`_best_reachable`).
     """
     if LengthPenalty.parse(penalty, "length_penalty") is LengthPenalty.gnmt:
         return score / ((5.0 + length) / 6.0) ** alpha
@@ -231,6 +236,51 @@ def sample(
 
 
 # --------------------------------------------------------------------------- beam search
+def _best_reachable(
+    scores: torch.Tensor, limits: torch.Tensor, length_penalty: LengthPenalty, alpha: float
+) -> torch.Tensor:
+    """The highest final score any live hypothesis of each sentence can still reach, (B,).
+
+    ``scores`` (B, k) are the live hypotheses' summed log-probabilities and
+    ``limits`` (B,) the sentences' length limits. Growing a hypothesis only adds
+    log-probabilities <= 0, so its final sum is at most its current one, ``s <= 0``,
+    and its final length ``L`` is at most the limit. Every penalty ``lp(L)`` here is
+    positive and grows with ``L`` (gnmt's ``((5 + L) / 6) ** alpha`` for ``alpha >= 0``,
+    average's ``L``), so the final score is at most ``s / lp(limit)``:
+
+    * ``gnmt``: ``s / ((5 + limit) / 6) ** alpha``; with ``alpha = 0`` that is ``s`` itself;
+    * ``average``: ``s / limit``.
+    """
+    best_live = scores.max(dim=1).values
+    return length_normalised(best_live, limits.to(best_live.dtype), length_penalty, alpha)
+
+
+def _keep_best(
+    best_score: torch.Tensor,
+    best_ids: torch.Tensor,
+    final: torch.Tensor,
+    rows: torch.Tensor,
+    history: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each sentence's best complete hypothesis so far, updated with new ones.
+
+    Args:
+        best_score: (B,) final score of each sentence's best hypothesis (-inf: none yet).
+        best_ids: (B, max_len) its ids, PAD after them.
+        final: (B, k) final scores of the hypotheses completed this step, -inf where none.
+        rows: (B, k) their rows of ``history``.
+        history: (B*k, T) ids of every row.
+    Returns:
+        the updated ``best_score`` and ``best_ids``. Only a strictly higher score
+        replaces the best, so of equal scores the first completed is kept.
+    """
+    candidate, j = final.max(dim=1)
+    better = candidate > best_score
+    ids = history.index_select(0, rows.gather(1, j[:, None]).squeeze(1))  # (B, T)
+    padded = F.pad(ids, (0, best_ids.size(1) - ids.size(1)), value=PAD)
+    return torch.where(better, candidate, best_score), torch.where(better[:, None], padded, best_ids)
+
+
 def _beam_search(
     model: Any, enc: EncoderOutput, limits: torch.Tensor, beam_size: int, length_penalty: LengthPenalty | str, alpha: float
 ) -> list[list[int]]:
@@ -244,17 +294,19 @@ def _beam_search(
     enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))
     cache = model.decoder.init_cache(enc)
     first_row = (torch.arange(batch, device=device) * k)[:, None]  # (B, 1)
+    own_rows = torch.arange(k, device=device)  # (k,): a sentence's rows, counted from its first
     # Summed log-probabilities of the live hypotheses. All k start as the same empty
     # hypothesis, so only beam 0 may be expanded at the first step.
     scores = torch.full((batch, k), float("-inf"), device=device)
     scores[:, 0] = 0.0
     history = torch.empty((batch * k, 0), dtype=torch.long, device=device)  # ids so far, per row
     y = torch.full((batch * k,), BOS, dtype=torch.long, device=device)
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]  # (normalised score, ids)
-    done = [False] * batch
-    limit_list = limits.tolist()
+    max_limit = int(limits.max())
+    best_score = torch.full((batch,), float("-inf"), device=device)
+    best_ids = torch.full((batch, max_limit), PAD, dtype=torch.long, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
 
-    for t in range(max(limit_list)):
+    for t in range(max_limit):
         length = t + 1  # ids in a hypothesis after this step
         logits, cache = _next_logits(model, y, enc, cache, t)
         log_probs = F.log_softmax(logits, dim=-1)  # (B*k, V)
@@ -263,41 +315,31 @@ def _beam_search(
         # 2k candidates, best first: at most k of them end in EOS, so k always continue.
         top, flat = totals.topk(min(2 * k, k * vocab), dim=1)
         parent, token = flat // vocab, flat % vocab
-        ends = token == EOS
 
-        # An EOS candidate among the k best completes a hypothesis.
-        for b, j in (ends[:, :k] & torch.isfinite(top[:, :k])).nonzero().tolist():
-            if not done[b]:
-                row = b * k + int(parent[b, j])
-                finished[b].append((length_normalised(float(top[b, j]), length, length_penalty, alpha), history[row].tolist()))
+        # An EOS candidate among the k best completes its parent's hypothesis.
+        ends = (token[:, :k] == EOS) & torch.isfinite(top[:, :k]) & ~done[:, None]
+        final = length_normalised(top[:, :k], length, length_penalty, alpha).masked_fill(~ends, float("-inf"))
+        best_score, best_ids = _keep_best(best_score, best_ids, final, first_row + parent[:, :k], history)
 
         # The k best candidates not ending in EOS live on (a stable sort keeps them in score order).
-        keep = torch.sort(ends.to(torch.uint8), dim=1, stable=True).indices[:, :k]
+        keep = torch.sort((token == EOS).to(torch.uint8), dim=1, stable=True).indices[:, :k]
         scores = top.gather(1, keep)
         rows = (first_row + parent.gather(1, keep)).reshape(-1)
         y = token.gather(1, keep).reshape(-1)
         history = torch.cat([history.index_select(0, rows), y[:, None]], dim=1)
         cache = model.decoder.reorder_cache(cache, rows)
 
-        # A sentence is done once it holds k finished hypotheses (the rule of fairseq,
-        # Ott et al. 2019, which makes beam_size=1 exactly greedy search) or reaches its
-        # length limit, where its live hypotheses are finished as they are.
-        live_scores = scores.tolist()
-        for b in range(batch):
-            if done[b]:
-                continue
-            if length >= limit_list[b]:
-                for j, score in enumerate(live_scores[b]):
-                    if score > float("-inf"):
-                        ids = history[b * k + j].tolist()
-                        finished[b].append((length_normalised(score, length, length_penalty, alpha), ids))
-                done[b] = True
-            elif len(finished[b]) >= k:
-                done[b] = True
-        if all(done):
+        # At its length limit a sentence's live hypotheses are complete as they are.
+        at_limit = (limits <= length) & ~done
+        final = length_normalised(scores, length, length_penalty, alpha).masked_fill(~at_limit[:, None], float("-inf"))
+        best_score, best_ids = _keep_best(best_score, best_ids, final, first_row + own_rows, history)
+
+        # A sentence is done at its limit, or once no live hypothesis can beat its best.
+        done = done | at_limit | (_best_reachable(scores, limits, length_penalty, alpha) <= best_score)
+        if bool(done.all()):
             break
 
-    return [max(hyps, key=lambda h: h[0])[1] if hyps else [] for hyps in finished]
+    return [ids[ids != PAD].tolist() for ids in best_ids]
 
 
 @torch.no_grad()
@@ -311,15 +353,28 @@ def beam_search(
     max_len: int | torch.Tensor,
 ) -> list[list[int]]:
     """Keep the ``beam_size`` best partial hypotheses per sentence (scored by summed
-    log-probabilities) and return each sentence's best finished one.
+    log-probabilities) and return each sentence's best complete one.
 
     All sentences and beams advance together: one ``decoder.step`` call per time
     step on B x k rows, whose cache follows the surviving hypotheses through
-    ``decoder.reorder_cache``. Finished hypotheses are ranked by
-    :func:`length_normalised` with ``length_penalty`` (``gnmt`` with ``alpha``, or
-    ``average``). A sentence stops when it has ``beam_size`` finished hypotheses or
-    reaches ``max_len``; decoding stops when every sentence has stopped.
-    ``beam_size=1`` gives the same output as :func:`greedy`.
+    ``decoder.reorder_cache``. Complete hypotheses (ended by EOS, or cut at
+    ``max_len``) are ranked by their final score, :func:`length_normalised` with
+    ``length_penalty`` (``gnmt`` with ``alpha``, Wu et al. 2016; or ``average``).
+
+    A sentence stops when no live hypothesis can still beat its best complete one,
+    or at ``max_len``; decoding stops when every sentence has stopped. The bound on
+    a live hypothesis with summed log-probability ``s`` is ``s / lp(max_len)``
+    (``gnmt``: ``s / ((5 + max_len) / 6) ** alpha``, which is ``s`` for ``alpha = 0``;
+    ``average``: ``s / max_len``; see :func:`_best_reachable`). So stopping early
+    never changes the result (running every sentence to ``max_len`` returns the
+    same), and the search never stops while greedy search's sequence is alive at the
+    top of the beam and would score higher. Stopping instead once ``beam_size``
+    hypotheses have ended (fairseq's rule, Ott et al. 2019) can return a sequence
+    scoring below greedy search's. The bound is loose for ``average`` (and large
+    ``alpha``), so those run closer to ``max_len``.
+
+    ``beam_size=1`` follows greedy search's sequence until it ends, so it scores at
+    least as high; with ``gnmt`` and ``alpha=0`` it returns greedy's output.
     """
     enc = model.encode(source)
     limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
