@@ -258,6 +258,7 @@ CASES = [
     Case("checkpoint", ["caption", "{run}", "image.png"], "caption"),
     # ----- the other commands' arguments
     Case("cli", ["trian"], "train"),
+    Case("cli", ["train", "-m", "seed=1,2", "--cfg", "job"], "--multirun and --cfg"),
     Case("cli", ["--bogus"], "--bogus"),
     Case("cli", ["translate"], "run_dir"),
     Case("cli", ["translate", "{run}", "--beam-size", "0", "ein satz"], "beam"),

@@ -176,6 +176,19 @@ class CompositionError(ZooError, ValueError):
 HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
 
 
+#: Hydra's modes, each with its spellings: a command line takes one of them.
+HYDRA_MODES = {"--multirun": ("-m", "--multirun"), "--cfg": ("-c", "--cfg"), "--info": ("-i", "--info"),
+               "--run": ("-r", "--run"), "--shell-completion": ("-sc", "--shell-completion")}
+
+
+def check_modes(overrides: list[str]) -> None:
+    """Refuse two of Hydra's modes at once (``-m --cfg job``) in one line, before Hydra raises a traceback."""
+    given = [mode for mode, spellings in HYDRA_MODES.items() if any(arg.split("=")[0] in spellings for arg in overrides)]
+    if len(given) > 1:
+        raise ZooError(f"{' and '.join(given)} cannot be given together; --cfg job (or --info) shows what a run "
+                       "composes: give it without -m, with the sweep's first values")
+
+
 def check_composition(overrides: list[str]) -> None:
     """Compose the config before Hydra does, so a bad override is one line rather than Hydra's report.
 
@@ -262,6 +275,7 @@ def main(overrides: list[str] | None = None) -> None:
     """
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
+        check_modes(overrides)
         check_renamed(overrides)
         overrides = resume_overrides(overrides)
         discover(plugin_dirs_from_overrides(overrides))
