@@ -102,7 +102,7 @@ class TrainerConfig:
 @dataclass
 class DecodeConfig:
     strategy: Strategy = Strategy.greedy  # greedy | beam | sample (validation is always greedy)
-    beam_size: int = 5  # hypotheses kept per sentence by beam search; 1 is greedy search
+    beam_size: int = 5  # hypotheses kept per sentence by beam search; 1 keeps one (greedy's sequence, ranked with the length penalty)
     length_penalty: LengthPenalty = LengthPenalty.gnmt  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
     alpha: float = 0.6  # gnmt length penalty exponent; 0 ranks by the summed log-probability
     temperature: float = 1.0  # sampling: logits are divided by it
@@ -111,7 +111,7 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         one_of(self, "strategy", Strategy)
-        at_least(self, "beam_size", 1, "1 is greedy search")
+        at_least(self, "beam_size", 1, "for one hypothesis use decode.strategy=greedy")
         one_of(self, "length_penalty", LengthPenalty)
         at_least(self, "alpha", 0)
         positive(self, "temperature", "for deterministic output use strategy=greedy")
