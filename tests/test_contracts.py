@@ -380,6 +380,49 @@ def test_decoder_reorder_cache(name, scorer, posenc, layout):
     torch.testing.assert_close(logits, expected[index], atol=TOL, rtol=0)
 
 
+def count_source_key_preparations(decoder) -> dict[str, int]:
+    """Count, per scorer in ``decoder``, the calls to its prepare_keys with S keys (the source's; no target
+    here is that long), including those its own forward makes. Returns the live counts by module name."""
+    counts: dict[str, int] = {}
+    for module_name, module in decoder.named_modules():
+        if isinstance(module, Scorer):
+            counts[module_name] = 0
+            module.prepare_keys = _counted(module.prepare_keys, counts, module_name)  # an instance attribute
+    return counts
+
+
+def _counted(prepare, counts: dict[str, int], module_name: str):
+    """``prepare`` that adds 1 to ``counts[module_name]`` for keys (B, H, S, d) of the source's length."""
+
+    def counted(k: torch.Tensor) -> torch.Tensor:
+        counts[module_name] += k.shape[2] == S
+        return prepare(k)
+
+    return counted
+
+
+@pytest.mark.parametrize("name,scorer,posenc,layout", decoder_cases())
+def test_decoder_prepares_source_keys_once_per_sentence(name, scorer, posenc, layout):
+    """Key-side work over the source (Scorer.prepare_keys) is done at most once per sentence: once in a
+    teacher-forced pass, not per target position, and once in init_cache, not per generated token
+    (a latent key/value cache is decompressed, and so prepared, at every step by design)."""
+    assert T < S, "source keys are told from target keys by their length"
+    seeded()
+    encoder, enc = encoder_output(train=False)
+    decoder = decoder_or_skip(name, scorer, posenc, layout, encoder).eval()
+    y = target_ids()
+    counts = count_source_key_preparations(decoder)
+    with torch.no_grad():
+        decoder(y, enc)
+        assert max(counts.values(), default=0) <= 1, f"teacher forcing prepared source keys more than once: {counts}"
+        counts.update(dict.fromkeys(counts, 0))
+        cache = decoder.init_cache(enc)
+        for t in range(T):
+            _, cache, _ = decoder.step(y[:, t], enc, cache, t)
+    if "kv_latent_dim" not in LAYOUTS.get(layout, {}):
+        assert max(counts.values(), default=0) <= 1, f"generation prepared source keys more than once: {counts}"
+
+
 # ------------------------------------------------------------------ positional encodings
 @pytest.mark.parametrize("name", names("posenc"))
 def test_posenc_offsets(name):

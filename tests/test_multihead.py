@@ -158,6 +158,37 @@ def test_cross_attention_cache_is_projected_once_and_reused(layout):
     assert (stepped - full).abs().max().item() <= TOL
 
 
+def count_prepare_keys(attention: MultiHeadAttention) -> list[torch.Size]:
+    """Record the shape of the keys of every call to the scorer's prepare_keys (its own forward's calls included)."""
+    calls, prepare = [], attention.scorer.prepare_keys
+
+    def counted(k: torch.Tensor) -> torch.Tensor:
+        calls.append(k.shape)
+        return prepare(k)
+
+    attention.scorer.prepare_keys = counted  # an instance attribute, so self.prepare_keys inside the scorer finds it too
+    return calls
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("scorer", [entry.name for entry in registry.entries("attention")])
+def test_cross_attention_prepares_keys_once_per_memory(scorer, layout):
+    """The cache holds the scorer's prepared keys (B, H, S, ...) when it has key-side work; steps then never
+    prepare again and equal the full pass. A latent cache is decompressed, and so prepared, at every use."""
+    attention = mha(scorer, kdim=12, **LAYOUTS[layout])
+    memory, x = torch.randn(B, S, 12), torch.randn(B, T, D)
+    full, _ = attention(x, memory, key_mask=KEY_MASK)
+    calls = count_prepare_keys(attention)
+    cache = attention.project_memory(memory)
+    stepped = torch.cat([attention(x[:, t : t + 1], memory, key_mask=KEY_MASK, cache=cache)[0] for t in range(T)], 1)
+    assert (stepped - full).abs().max().item() <= TOL
+    if "kv_latent_dim" in LAYOUTS[layout] or not attention.prepares_keys:
+        assert {name: tuple(t.shape) for name, t in cache.items()} == expected_cache_shapes(layout, S)
+        return
+    assert set(cache) == {"prepared", "v"} and tuple(cache["prepared"].shape[:3]) == (B, H, S)
+    assert calls == [(B, H, S, D // H)]
+
+
 def test_cache_bytes_shrink_with_the_layout():
     """Per cached position: 2 x kv_heads x head_dim numbers, or the latent's width."""
     x = torch.randn(B, 1, D)

@@ -45,5 +45,12 @@ class CosineScorer(Scorer):
             self.register_buffer("log_temperature", log_tau)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        cos = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-1, -2)  # (B, H, T, S)
+        return self.score_prepared(q, self.prepare_keys(k))
+
+    def prepare_keys(self, k: torch.Tensor) -> torch.Tensor:
+        """Unit keys k / |k| (B, H, S, d): independent of the query, so a decoder normalises them once per sentence."""
+        return F.normalize(k, dim=-1)
+
+    def score_prepared(self, q: torch.Tensor, unit_keys: torch.Tensor) -> torch.Tensor:
+        cos = F.normalize(q, dim=-1) @ unit_keys.transpose(-1, -2)  # (B, H, T, S)
         return cos * self.log_temperature.exp()[:, None, None]

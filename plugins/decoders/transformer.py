@@ -122,7 +122,8 @@ class TransformerDecoder(Decoder):
         return DecoderOutput(logits, maps if need else None)
 
     def init_cache(self, enc: EncoderOutput) -> dict:
-        """Per layer: an empty self-attention cache and the projected memory: keys/values (B, kv_heads, S, d) or the latent (B, S, kv_latent_dim)."""
+        """Per layer: an empty self-attention cache and the projected memory, made once per sentence: keys/values
+        (B, kv_heads, S, d), the scorer's prepared keys (B, H, S, ...) and values, or the latent (B, S, kv_latent_dim)."""
         return {"layers": [{"self": {}, "cross": layer.cross_attn.project_memory(enc.memory)} for layer in self.layers]}
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):

@@ -82,12 +82,17 @@ class Scorer(nn.Module):
     def prepare_keys(self, k: torch.Tensor) -> torch.Tensor:
         """Key-side work that does not depend on the query (e.g. W_k k), done once per memory.
 
-        Decoders call it once and then :meth:`score_prepared` at every step;
-        ``score_prepared(q, prepare_keys(k))`` must equal ``forward(q, k)``.
+        Keys (B, H, S, dk) -> prepared keys (B, H, S, ...), batch-first because decoders
+        cache them and beam search reorders their rows. The RNN decoder and multi-head
+        cross-attention call it once per sentence (teacher forcing and generation alike)
+        and then :meth:`score_prepared` at every step; ``score_prepared(q, prepare_keys(k))``
+        must equal ``forward(q, k)``. The default (no key-side work) returns ``k`` itself,
+        and multi-head attention then caches the plain keys.
         """
         return k
 
     def score_prepared(self, q: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """Queries (B, H, T, dq) against keys from :meth:`prepare_keys` -> scores (B, H, T, S)."""
         return self(q, prepared)
 
     #: False for the ``none`` scorer: the decoder then sees only the encoder summary.

@@ -22,6 +22,11 @@ Layouts of keys and values (what a decoder caches per generated token):
 With the ``scaled_dot`` scorer and no attention weights requested the same
 computation runs through ``torch.nn.functional.scaled_dot_product_attention``
 (a fused kernel); masks and biases mean exactly the same on both paths.
+
+Cross-attention's keys are fixed for a whole sentence, so the scorer's key-side
+work (:meth:`zoo.contracts.Scorer.prepare_keys`, e.g. additive attention's W_k k)
+is done once, when the memory is projected, and every decoding step scores with
+:meth:`~zoo.contracts.Scorer.score_prepared`.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.nn.attention import attend, attention_mask
-from zoo.contracts import PositionalEncoding
+from zoo.contracts import PositionalEncoding, Scorer
 from zoo.registry import build
 
 #: The scorer whose formula the fused kernel computes: q . k / sqrt(head_dim).
@@ -64,6 +69,11 @@ class MultiHeadAttention(nn.Module):
     every use, rather than through the paper's decoupled rotary keys (a simplification;
     see docs/transformer.md). Only the latent is cached, but each call decompresses
     every cached position again, and W_k cannot be absorbed into W_q.
+
+    Cross-attention with a scorer that prepares its keys (``prepares_keys``: one that
+    overrides :meth:`~zoo.contracts.Scorer.prepare_keys`, e.g. ``additive``) caches the
+    prepared keys instead of the keys; with a latent the cache stays the latent, and the
+    keys are decompressed and prepared at every use.
     """
 
     def __init__(
@@ -105,6 +115,8 @@ class MultiHeadAttention(nn.Module):
         scorer_cfg = {"name": scorer} if isinstance(scorer, str) else scorer
         self.scorer = build("attention", scorer_cfg, query_dim=self.head_dim, key_dim=self.head_dim, heads=heads)
         self.fused = scorer_cfg["name"] == FUSED_SCORER
+        #: Whether the scorer has key-side work to do once per memory rather than at every step.
+        self.prepares_keys = type(self.scorer).prepare_keys is not Scorer.prepare_keys
 
     def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         """(B, T, heads * head_dim) -> (B, heads, T, head_dim), a view."""
@@ -121,17 +133,22 @@ class MultiHeadAttention(nn.Module):
     def project_memory(self, memory: torch.Tensor) -> dict[str, torch.Tensor]:
         """Cross-attention's cache of an encoder memory (B, S, kdim), computed once per sentence.
 
-        Returns ``{"k", "v"}`` (B, kv_heads, S, head_dim), or ``{"latent"}`` (B, S, kv_latent_dim)
-        with a latent: the dict :meth:`forward` reuses on every decoding step.
+        Returns the dict :meth:`forward` reuses on every decoding step: ``{"k", "v"}``
+        (B, kv_heads, S, head_dim); ``{"prepared", "v"}`` when the scorer ``prepares_keys``,
+        where ``prepared`` is its prepared keys (B, heads, S, ...), one per query head because
+        the scorer's parameters are per head; or ``{"latent"}`` (B, S, kv_latent_dim) with a latent.
         """
         if self.compress is not None:
             return {"latent": self.compress(memory)}
         k, v = self._keys_values(memory)
+        if self.prepares_keys:
+            return {"prepared": self.scorer.prepare_keys(self._shared(k)), "v": v}
         return {"k": k, "v": v}
 
-    def _cached_keys_values(self, stored: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """A :meth:`project_memory` dict -> keys and values (B, kv_heads, S, head_dim), decompressed if need be."""
-        return self._keys_values(stored["latent"]) if "latent" in stored else (stored["k"], stored["v"])
+    def _cached_keys_values(self, stored: dict[str, torch.Tensor]) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """A :meth:`project_memory` dict -> keys (None when it holds prepared keys instead) and values,
+        (B, kv_heads, S, head_dim), decompressed if need be."""
+        return self._keys_values(stored["latent"]) if "latent" in stored else (stored.get("k"), stored["v"])
 
     def forward(
         self,
@@ -160,18 +177,21 @@ class MultiHeadAttention(nn.Module):
                 first step, then ``{"k", "v"}`` (B, kv_heads, steps, head_dim), or ``{"latent"}``
                 (B, steps, kv_latent_dim), to which each step's entries are appended.
                 Cross-attention: :meth:`project_memory`'s dict, used instead of projecting
-                ``memory`` again (an empty dict is filled on first use).
+                ``memory`` (and preparing its keys) again (an empty dict is filled on first use).
             need_weights: also return the (B, H, T, S) attention weights (explicit path).
         """
         batch, length, _ = query.shape
         q = self._split(self.q_proj(query), self.heads)
+        prepared = None
         if memory is None:
             q, k, v = self._self_keys_values(query, q, posenc, q_offset, cache)
         else:
             if posenc is not None:
                 raise ValueError("positional encodings act only in self-attention; pass posenc=None for cross-attention")
-            k, v = self._cached_keys_values(self._memory_cache(memory, cache))
-        keys = k.shape[2]
+            stored = self._memory_cache(memory, cache)
+            k, v = self._cached_keys_values(stored)
+            prepared = stored.get("prepared")
+        keys = v.shape[2]
         bias = posenc.bias(length, keys, q_offset=q_offset, causal=causal) if posenc is not None else None
         # With q_offset >= keys - 1 (one decoding step) every query sees every key: no causal mask needed.
         masked_causal = causal and q_offset < keys - 1
@@ -179,14 +199,20 @@ class MultiHeadAttention(nn.Module):
         if self.fused and not need_weights:
             context, weights = self._fused(q, k, v, key_mask, masked_causal, bias, q_offset), None
         else:
-            k, v = self._shared(k), self._shared(v)
-            scores = self.scorer(q, k)
+            scores = self._scores(q, k, prepared)
             context, weights = attend(
-                scores, v, key_mask, causal=masked_causal, bias=bias, dropout=self.dropout,
+                scores, self._shared(v), key_mask, causal=masked_causal, bias=bias, dropout=self.dropout,
                 training=self.training, q_offset=q_offset,
             )
         out = self.out_proj(context.transpose(1, 2).reshape(batch, length, self.d_model))
         return out, weights if need_weights else None
+
+    def _scores(self, q: torch.Tensor, k: torch.Tensor | None, prepared: torch.Tensor | None) -> torch.Tensor:
+        """Scores (B, H, T, S) of q (B, H, T, d): from the keys prepared once per memory when there are
+        such (cross-attention), else from the keys k (B, kv_heads, S, d), shared out to the query heads."""
+        if prepared is not None:
+            return self.scorer.score_prepared(q, prepared)
+        return self.scorer(q, self._shared(k))
 
     def _memory_cache(self, memory: torch.Tensor, cache: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
         """The projected memory: ``cache`` when it holds it, else projected now (and stored in an empty ``cache``)."""
