@@ -8,6 +8,9 @@ machine load), over several rounds; the median per-round speed ratio is reported
 
     python benchmarks/bench_transformer.py                # CPU
     python benchmarks/bench_transformer.py --device cuda  # GPU
+
+The speed suite (benchmarks/speed_suite.py) calls :func:`parse_args`, :func:`compare`
+and :func:`training_flops`.
 """
 from __future__ import annotations
 
@@ -128,7 +131,8 @@ def train_step(model, optimiser, batch, device) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The model size, batches and rounds (``argv`` None: the command line)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--layers", type=int, default=3)
@@ -143,10 +147,13 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8, help="training steps per model per round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+
+def compare(args: argparse.Namespace) -> dict:
+    """Train both models on the same batches, steps interleaved, and return what was measured:
+    ``models``, ``batches``, ``speeds`` (target tokens/s per round and model), ``seconds``
+    (step seconds per round and model) and ``ratios`` (zoo / torch speed per round)."""
     discover()
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -162,22 +169,55 @@ def main() -> None:
     # machine load; each round's speed is its target tokens over its summed step times.
     names = list(models)
     speeds: dict[str, list[float]] = {name: [] for name in names}
+    seconds: dict[str, list[float]] = {name: [] for name in names}
     tokens = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in batches)
     for r in range(args.rounds):
-        seconds = dict.fromkeys(names, 0.0)
+        spent = dict.fromkeys(names, 0.0)
         for i, batch in enumerate(batches):
             for name in names if (r + i) % 2 == 0 else names[::-1]:
-                seconds[name] += train_step(models[name], optimisers[name], batch, device)
+                spent[name] += train_step(models[name], optimisers[name], batch, device)
         for name in names:
-            speeds[name].append(tokens / seconds[name])
+            speeds[name].append(tokens / spent[name])
+            seconds[name].append(spent[name])
     ratios = [z / t for z, t in zip(speeds["zoo"], speeds["torch.nn.Transformer"])]
+    return {"models": models, "batches": batches, "speeds": speeds, "seconds": seconds, "ratios": ratios}
 
+
+def training_flops(args: argparse.Namespace, model: TorchModel, batches) -> float:
+    """Floating-point operations of one training pass over ``batches`` (forward + backward = 3 x forward):
+
+        6 x (P_enc x source positions + P_dec x target positions)
+        + 12 x layers x d_model x (S^2 + T^2 + T x S) per sentence
+
+    P_enc, P_dec: the encoder and decoder stacks' parameters, the decoder's counting the
+    (tied) output projection, d_model x vocab, which is a matrix product; embedding
+    lookups are not. The second term is attention's score and weighted-sum products
+    (2 x 2 x T x S x d_model forward per layer) for encoder self- (S x S), decoder
+    self- (T x T, computed in full though causal) and cross-attention (T x S).
+    Positions are padded lengths: the work the machine does, padding included.
+    """
+    p_enc = sum(p.numel() for p in model.transformer.encoder.parameters())
+    p_dec = sum(p.numel() for p in model.transformer.decoder.parameters()) + model.output.weight.numel()
+    total = 0.0
+    for src, tgt_in, _ in batches:
+        (b, s), t = src.shape, tgt_in.shape[1]
+        total += 6 * (p_enc * b * s + p_dec * b * t) + 12 * args.layers * args.d_model * b * (s * s + t * t + t * s)
+    return total
+
+
+def main() -> None:
+    args = parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result = compare(args)
+    device = torch.device(args.device)
+    speeds, ratios = result["speeds"], result["ratios"]
     where = f"{device.type}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads")
     print(f"torch {torch.__version__}, {platform.machine()} {where}")
     print(f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
           f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, {args.rounds} rounds x {args.batches} steps")
     print(f"{'model':<22} {'params':>10} {'target tokens/s (median)':>26}")
-    for name, model in models.items():
+    for name, model in result["models"].items():
         params = sum(p.numel() for p in model.parameters())
         print(f"{name:<22} {params:>10,} {statistics.median(speeds[name]):>26,.0f}")
     print(f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
