@@ -1,0 +1,60 @@
+"""Score a finished run's test split greedy and with beam search, as docs/results.md records it.
+
+The run's own dataset config reads the test split (the same files, direction and
+preprocessing as in training) and the run's own metric plugins score it, so the
+numbers and sacrebleu signatures match the run's summary.json; greedy decoding is
+added because a run tests with one strategy only.
+
+    python benchmarks/score_run.py RUN_DIR [RUN_DIR ...] [--beam-size 5] [--threads 1]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import zoo
+from zoo.registry import build
+from zoo.training.evaluation import MetricSuite
+
+
+def score(run_dir: str, strategies: dict[str, dict]) -> list[dict]:
+    """One row per decoding strategy: every metric's score and signature, and the decoding time."""
+    predictor = zoo.load(run_dir)
+    cfg = predictor.module.cfg
+    test = build("dataset", cfg["dataset"]).splits()["test"]
+    references = [item.references for item in test]
+    metrics = MetricSuite(cfg)
+    rows = []
+    for name, decode in strategies.items():
+        started = time.perf_counter()
+        hypotheses = predictor.predict([item.source for item in test], **decode)
+        seconds = time.perf_counter() - started
+        scores = metrics.scores(hypotheses, references)
+        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(test), **scores,
+                     "signatures": {m: s["signature"] for m, s in metrics.describe().items()}})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": {"strategy": "beam", "beam_size": args.beam_size}}
+    print("| run | decoding | " + " | ".join(("BLEU", "chrF")) + " | seconds |\n|---|---|---|---|---|")
+    signatures = {}
+    for run in args.runs:
+        for row in score(run, strategies):
+            print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
+                  f"| {row['seconds']:.0f} |")
+            signatures.update(row["signatures"])
+    for metric, signature in signatures.items():
+        print(f"{metric}: {signature}")
+
+
+if __name__ == "__main__":
+    main()
