@@ -19,6 +19,13 @@ from zoo.registry import build
 from zoo.training.evaluation import MetricSuite
 
 
+def repeats_a_trigram(text: str) -> bool:
+    """Whether a word trigram occurs twice: the looping a badly trained or badly stopped decoder shows."""
+    words = text.split()
+    trigrams = list(zip(words, words[1:], words[2:]))
+    return len(set(trigrams)) < len(trigrams)
+
+
 def score(run_dir: str, strategies: dict[str, dict]) -> list[dict]:
     """One row per decoding strategy: every metric's score and signature, and the decoding time."""
     predictor = zoo.load(run_dir)
@@ -32,7 +39,10 @@ def score(run_dir: str, strategies: dict[str, dict]) -> list[dict]:
         hypotheses = predictor.predict([item.source for item in test], **decode)
         seconds = time.perf_counter() - started
         scores = metrics.scores(hypotheses, references)
-        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(test), **scores,
+        repeats = sum(map(repeats_a_trigram, hypotheses))
+        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(test), "repeats": repeats,
+                     "length_ratio": sum(len(h.split()) for h in hypotheses) / sum(len(r[0].split()) for r in references),
+                     **scores,
                      "signatures": {m: s["signature"] for m, s in metrics.describe().items()}})
     return rows
 
@@ -45,12 +55,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": {"strategy": "beam", "beam_size": args.beam_size}}
-    print("| run | decoding | " + " | ".join(("BLEU", "chrF")) + " | seconds |\n|---|---|---|---|---|")
+    print("| run | decoding | BLEU | chrF | words / reference words | repeated trigram | seconds |\n"
+          "|---|---|---|---|---|---|---|")
     signatures = {}
     for run in args.runs:
         for row in score(run, strategies):
             print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
-                  f"| {row['seconds']:.0f} |")
+                  f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |")
             signatures.update(row["signatures"])
     for metric, signature in signatures.items():
         print(f"{metric}: {signature}")
