@@ -185,7 +185,7 @@ class LastCheckpoint(Checkpoint):
     def save(self, trainer) -> None:
         for logger in trainer.loggers:  # what was logged before the checkpoint is on disk with it (metrics.csv)
             logger.save()
-        trainer.save_checkpoint(str(self.path))
+        trainer.save_checkpoint(str(self.path), weights_only=False)  # the whole state: it is resumed from
         self._saved_at = time.monotonic()
 
     def state_dict(self) -> dict:
