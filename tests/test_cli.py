@@ -114,6 +114,12 @@ def test_no_command_prints_usage(tmp_path):
     assert proc.returncode == 2 and "usage: zoo" in proc.stderr
 
 
+def test_a_clean_run_writes_nothing_to_stderr(tmp_path):
+    """stderr is for what went wrong: a library's notice at every checkpoint would bury a real warning."""
+    proc = run_zoo("train", *TINY, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.stderr.strip() == ""
+
+
 def test_same_seed_repeats_a_cpu_run_exactly(tmp_path):
     losses = []
     for name in ("a", "b"):
