@@ -7,7 +7,6 @@ and spends no time in the backbone. An existing OUT is never overwritten.
 """
 from __future__ import annotations
 
-from zoo.cli.args import CommandParser
 import os
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from zoo.cli.args import CommandParser
 from zoo.errors import ZooError
 
 CHUNK = 256  # images decoded at a time

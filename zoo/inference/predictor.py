@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
 
 
 class RunLoadError(ZooError):
@@ -86,7 +86,7 @@ class Predictor:
         except ZooError:
             raise
         except Exception as error:
-            reason = (str(error).splitlines() or [""])[0][:120]  # some errors (EOFError) have no text
+            reason = first_line(error)[:120]  # some errors (EOFError) have no text
             raise RunLoadError(
                 f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}{': ' + reason if reason else ''}); "
                 "it may be truncated, corrupt or from another zoo version: use another checkpoint (--checkpoint last) "
@@ -121,7 +121,7 @@ class Predictor:
         """Refuse to ``verb`` with a run whose task reads another kind of source (the other verb is its use)."""
         if self.task.source_kind != kind:
             raise RunLoadError(f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
-                                 f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it")
+                               f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it")
 
     def attention_maps(self, source: Any) -> list[Path]:
         """PNG pictures of one source's attention under ``run_dir/attention/<source>/``: heatmaps for a

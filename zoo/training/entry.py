@@ -172,13 +172,13 @@ class CompositionError(ZooError, ValueError):
     """The overrides do not compose into a config (a mistyped key, a value of the wrong type or choice)."""
 
 
-#: Flags that make Hydra print something instead of running a job; they are left to Hydra.
-HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
-
-
 #: Hydra's modes, each with its spellings: a command line takes one of them.
 HYDRA_MODES = {"--multirun": ("-m", "--multirun"), "--cfg": ("-c", "--cfg"), "--info": ("-i", "--info"),
                "--run": ("-r", "--run"), "--shell-completion": ("-sc", "--shell-completion")}
+
+#: Flags that make Hydra print something instead of running a job; they are left to Hydra.
+HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help",
+                    *(flag for mode in ("--cfg", "--info", "--shell-completion") for flag in HYDRA_MODES[mode]))
 
 
 def check_modes(overrides: list[str]) -> None:
