@@ -141,11 +141,16 @@ def test_beam_size_one_follows_greedy(seed):
             assert score(hyp) >= score(greedy_hyp) - 1e-6
 
 
-def test_beam_steps_all_sentences_and_beams_together():
+def test_beam_steps_live_sentences_together_and_drops_finished_ones():
+    """One step call per time step on every live sentence's k rows; a sentence that is done
+    (here: at its limit of 1) leaves the batch, and the others decode as they would alone."""
     model = random_model(seed=3)
-    beam_search(model, src([9, A], [1]), beam_size=3, max_len=4)
-    assert model.decoder.calls and set(model.decoder.calls) == {2 * 3}
-    assert len(model.decoder.calls) <= 4
+    together = beam_search(model, src([9, A], [1]), beam_size=3, max_len=torch.tensor([1, 4]))
+    calls = list(model.decoder.calls)
+    assert calls[0] == 2 * 3 and calls[1:] and set(calls[1:]) == {3} and len(calls) <= 4
+    alone = [beam_search(model, src([9, A]), beam_size=3, max_len=1)[0],
+             beam_search(model, src([1]), beam_size=3, max_len=4)[0]]
+    assert together == alone
 
 
 @pytest.mark.parametrize("seed", [0, 1, 4])

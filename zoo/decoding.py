@@ -290,10 +290,12 @@ def _beam_search(
     batch, k, device = enc.memory.size(0), beam_size, enc.memory.device
     if batch == 0:
         return []
-    # Every sentence becomes k rows: sentence b owns rows b*k .. b*k + k-1.
+    # Every sentence becomes k rows: sentence b owns rows b*k .. b*k + k-1. A sentence that
+    # is done leaves the batch, so the tensors below hold the live sentences only
+    # and ``sentence`` says which input each one is.
     enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))
     cache = model.decoder.init_cache(enc)
-    first_row = (torch.arange(batch, device=device) * k)[:, None]  # (B, 1)
+    sentence = torch.arange(batch, device=device)
     own_rows = torch.arange(k, device=device)  # (k,): a sentence's rows, counted from its first
     # Summed log-probabilities of the live hypotheses. All k start as the same empty
     # hypothesis, so only beam 0 may be expanded at the first step.
@@ -304,20 +306,22 @@ def _beam_search(
     max_limit = int(limits.max())
     best_score = torch.full((batch,), float("-inf"), device=device)
     best_ids = torch.full((batch, max_limit), PAD, dtype=torch.long, device=device)
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    outputs = best_ids.clone()  # (B, max_limit): each input's result, written when its sentence is done
 
     for t in range(max_limit):
         length = t + 1  # ids in a hypothesis after this step
+        live = scores.size(0)
+        first_row = (torch.arange(live, device=device) * k)[:, None]  # (live, 1)
         logits, cache = _next_logits(model, y, enc, cache, t)
-        log_probs = F.log_softmax(logits, dim=-1)  # (B*k, V)
+        log_probs = F.log_softmax(logits, dim=-1)  # (live*k, V)
         vocab = log_probs.size(-1)
-        totals = (scores.reshape(-1, 1) + log_probs).reshape(batch, k * vocab)
+        totals = (scores.reshape(-1, 1) + log_probs).reshape(live, k * vocab)
         # 2k candidates, best first: at most k of them end in EOS, so k always continue.
         top, flat = totals.topk(min(2 * k, k * vocab), dim=1)
         parent, token = flat // vocab, flat % vocab
 
         # An EOS candidate among the k best completes its parent's hypothesis.
-        ends = (token[:, :k] == EOS) & torch.isfinite(top[:, :k]) & ~done[:, None]
+        ends = (token[:, :k] == EOS) & torch.isfinite(top[:, :k])
         final = length_normalised(top[:, :k], length, length_penalty, alpha).masked_fill(~ends, float("-inf"))
         best_score, best_ids = _keep_best(best_score, best_ids, final, first_row + parent[:, :k], history)
 
@@ -330,16 +334,28 @@ def _beam_search(
         cache = model.decoder.reorder_cache(cache, rows)
 
         # At its length limit a sentence's live hypotheses are complete as they are.
-        at_limit = (limits <= length) & ~done
+        at_limit = limits <= length
         final = length_normalised(scores, length, length_penalty, alpha).masked_fill(~at_limit[:, None], float("-inf"))
         best_score, best_ids = _keep_best(best_score, best_ids, final, first_row + own_rows, history)
 
         # A sentence is done at its limit, or once no live hypothesis can beat its best.
-        done = done | at_limit | (_best_reachable(scores, limits, length_penalty, alpha) <= best_score)
-        if bool(done.all()):
+        done = at_limit | (_best_reachable(scores, limits, length_penalty, alpha) <= best_score)
+        finished = int(done.sum())
+        if finished == 0:
+            continue
+        outputs[sentence[done]] = best_ids[done]
+        if finished == live:
             break
+        # The done sentences leave the batch: later steps compute only live hypotheses.
+        still = (~done).nonzero().squeeze(1)
+        rows = (still[:, None] * k + own_rows).reshape(-1)
+        sentence, scores, limits, best_score, best_ids = (
+            x.index_select(0, still) for x in (sentence, scores, limits, best_score, best_ids)
+        )
+        enc, history, y = enc.index_select(rows), history.index_select(0, rows), y.index_select(0, rows)
+        cache = model.decoder.reorder_cache(cache, rows)
 
-    return [ids[ids != PAD].tolist() for ids in best_ids]
+    return [ids[ids != PAD].tolist() for ids in outputs]
 
 
 @torch.no_grad()
@@ -357,7 +373,9 @@ def beam_search(
 
     All sentences and beams advance together: one ``decoder.step`` call per time
     step on B x k rows, whose cache follows the surviving hypotheses through
-    ``decoder.reorder_cache``. Complete hypotheses (ended by EOS, or cut at
+    ``decoder.reorder_cache``. A sentence that is done leaves the batch (its rows are
+    dropped from the cache and the encoder output), so the batch shrinks to the
+    sentences still searching and no step computes a finished one. Complete hypotheses (ended by EOS, or cut at
     ``max_len``) are ranked by their final score, :func:`length_normalised` with
     ``length_penalty`` (``gnmt`` with ``alpha``, Wu et al. 2016; or ``average``).
 

@@ -1,5 +1,9 @@
-"""Cost against length: one training step of the GRU, ESN and Transformer encoders at
+"""Cost against length: one training step of the GRU, ESN and Transformer encoders alone at
 lengths 32 ... 2048 with the same number of source tokens per batch.
+
+The encoder is timed without a decoder: with equal tokens per batch, a decoder's batch would
+shrink as the source grows (batch = tokens / length), and its falling cost would hide the
+encoder's rising one.
 
 Each point runs in a fresh process (``python -m speed.length POINT_JSON``), so that no
 memory freed by an earlier point can be reused unseen. Peak memory on the CPU is the growth
@@ -25,11 +29,6 @@ ENCODERS = ("gru", "esn", "transformer")
 #: experiment=transformer), not the default additive scorer, whose (B, H, T, S, d) scores
 #: would make it O(n^2 d) rather than attention's usual O(n^2).
 OVERRIDES = {"transformer": ["self_attention=scaled_dot"]}
-#: Target length of every batch: fixed, so the decoder's work is the same at every source length
-#: (batch x T x S attention = budget x T) and the curves show the encoders.
-TARGET_LENGTH = 16
-
-
 def proc_status_kib(field: str) -> int:
     """A memory field of /proc/self/status (VmRSS, VmHWM) in KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -57,9 +56,10 @@ def step_memory(step, device) -> float:
 
 def point(spec: dict) -> dict:
     """Time and peak memory of one training step (SGD: no optimiser state) of ``spec``'s
-    encoder with the default GRU decoder, batch = budget // length sentences of ``length`` tokens."""
+    encoder and its token frontend, batch = budget // length sentences of ``length`` tokens.
+    The loss is the mean square of the encoder's output, so the backward pass runs through
+    every trained encoder weight as a translation loss would."""
     import torch
-    import torch.nn.functional as F
 
     torch.set_num_threads(spec["threads"])
     device = torch.device(spec["device"])
@@ -68,11 +68,9 @@ def point(spec: dict) -> dict:
     g = torch.Generator().manual_seed(0)
     batch = max(1, spec["budget"] // spec["length"])
     source = torch.randint(4, spec["vocab"], (batch, spec["length"]), generator=g).to(device)
-    target = torch.randint(4, spec["vocab"], (batch, TARGET_LENGTH + 1), generator=g).to(device)
 
     def step():
-        logits = model(source, target[:, :-1]).logits
-        F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten()).backward()
+        model.encode(source).memory.square().mean().backward()
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
 
@@ -151,12 +149,11 @@ def plot(ctx: Context, results: list[dict]) -> None:
 
 
 def measure_cost_vs_length(ctx: Context) -> list[Row]:
-    """Time and peak memory of one training step at lengths 32 ... 2048, batch = budget / length,
-    for the gru, esn and transformer encoders, each with the default GRU decoder.
+    """Time and peak memory of one training step of the gru, esn and transformer encoders alone
+    at lengths 32 ... 2048, batch = budget / length.
 
-    Fair because every point trains on the same number of source tokens with the same decoder
-    and a fixed target length, so what changes with length is the encoder's cost per token;
-    each point runs in its own fresh process. Writes cost_vs_length.{csv,md,png}; the rows
+    Fair because every point trains on the same number of source tokens, so what changes with
+    length is the encoder's cost per token; each point runs in its own fresh process. Writes cost_vs_length.{csv,md,png}; the rows
     here give each encoder's growth from the shortest to the longest length.
     """
     results = points(ctx)
@@ -167,7 +164,7 @@ def measure_cost_vs_length(ctx: Context) -> list[Row]:
         mine = [r for r in results if r["encoder"] == encoder]
         first, last = mine[0], mine[-1]
         rows.append(Row(
-            f"cost vs length, {encoder} encoder: one training step at length {last['length']} vs {first['length']} "
+            f"cost vs length, {encoder} encoder alone: one training step at length {last['length']} vs {first['length']} "
             f"(equal tokens)",
             f"{last['seconds'] * 1e3:,.0f} ms, {last['memory_bytes'] / 2**20:,.0f} MiB",
             f"{first['seconds'] * 1e3:,.0f} ms, {first['memory_bytes'] / 2**20:,.0f} MiB (length {first['length']})",

@@ -183,7 +183,9 @@ class Decoder(nn.Module):
 
     @staticmethod
     def reorder_cache(cache: Any, index: torch.Tensor) -> Any:
-        """Select batch rows of every tensor in a nested cache (beam search calls this)."""
+        """Select batch rows of every tensor in a nested cache: beam search calls this to follow
+        the surviving hypotheses and to drop the rows of finished sentences (``index`` may be
+        shorter than the batch)."""
         if isinstance(cache, torch.Tensor):
             return cache.index_select(0, index)
         if isinstance(cache, dict):
