@@ -93,8 +93,10 @@ def run_point(spec: dict) -> dict:
     """``point(spec)`` in a fresh Python process."""
     here = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-m", "speed.length", json.dumps(spec)], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "speed.length", json.dumps(spec)], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the point {spec['encoder']} at length {spec['length']} failed: {last}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
