@@ -39,6 +39,10 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
     ``latency_ms`` the median milliseconds to decode one test item alone, greedy and beam."""
     suite = module.metrics
     test = module.results.get("test")
+    # Lightning hands the model back on the CPU after testing: latency is measured, and the
+    # machine recorded, on the device the run trained on.
+    device = trainer.strategy.root_device
+    module.model.to(device)
     described = suite.describe()
     items = test["items"] if test else []
     return {
@@ -49,14 +53,14 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
         "train_seconds": round(train_seconds, 2),
         "train_tokens": throughput.tokens,
         "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
-        "peak_memory_mb": round(peak_memory_mb(module.device), 1),
+        "peak_memory_mb": round(peak_memory_mb(device), 1),
         "latency_ms": {strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
                        for strategy in ("greedy", "beam")},
         "epochs": epochs_trained(trainer),
         "steps": trainer.global_step,
         "decode": str(cfg.decode.strategy),
         "best_checkpoint": checkpoint.best_model_path or None,
-        "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(module.device)},
+        "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(device)},
     }
 
 
