@@ -6,11 +6,20 @@ numbers and sacrebleu signatures match the run's summary.json; greedy decoding i
 added because a run tests with one strategy only.
 
     python benchmarks/score_run.py RUN_DIR [RUN_DIR ...] [--beam-size 5] [--threads 1]
+
+``--beam-from FILE`` adds a beam row decoded by the beam search of another version of
+zoo/decoding.py, to measure what a change to the search does to the scores:
+
+    git show af5ddea:zoo/decoding.py > /tmp/decoding_before.py   # before the stopping bound
+    python benchmarks/score_run.py RUN_DIR --beam-from /tmp/decoding_before.py
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import time
+from pathlib import Path
 
 import torch
 
@@ -26,8 +35,28 @@ def repeats_a_trigram(text: str) -> bool:
     return len(set(trigrams)) < len(trigrams)
 
 
-def score(run_dir: str, strategies: dict[str, dict]) -> list[dict]:
-    """One row per decoding strategy: every metric's score and signature, and the decoding time."""
+@contextlib.contextmanager
+def beam_search_from(path: Path | None):
+    """While active, zoo's beam search is the one in ``path`` (a copy of an older zoo/decoding.py)."""
+    if path is None:
+        yield
+        return
+    import zoo.decoding
+
+    spec = importlib.util.spec_from_file_location("decoding_compared", path)
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    current = zoo.decoding._beam_search
+    zoo.decoding._beam_search = other._beam_search
+    try:
+        yield
+    finally:
+        zoo.decoding._beam_search = current
+
+
+def score(run_dir: str, strategies: dict[str, dict], beam_from: Path | None = None) -> list[dict]:
+    """One row per decoding strategy: every metric's score and signature, and the decoding time.
+    A strategy named "... (from FILE)" decodes with ``beam_from``'s beam search."""
     predictor = zoo.load(run_dir)
     cfg = predictor.module.cfg
     test = build("dataset", cfg["dataset"]).splits()["test"]
@@ -36,7 +65,8 @@ def score(run_dir: str, strategies: dict[str, dict]) -> list[dict]:
     rows = []
     for name, decode in strategies.items():
         started = time.perf_counter()
-        hypotheses = predictor.predict([item.source for item in test], **decode)
+        with beam_search_from(beam_from if name.endswith("(from FILE)") else None):
+            hypotheses = predictor.predict([item.source for item in test], **decode)
         seconds = time.perf_counter() - started
         scores = metrics.scores(hypotheses, references)
         repeats = sum(map(repeats_a_trigram, hypotheses))
@@ -52,19 +82,25 @@ def main() -> None:
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": {"strategy": "beam", "beam_size": args.beam_size}}
+    beam = {"strategy": "beam", "beam_size": args.beam_size}
+    strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": beam}
+    if args.beam_from:
+        strategies[f"beam {args.beam_size} (from FILE)"] = beam
     print("| run | decoding | BLEU | chrF | words / reference words | repeated trigram | seconds |\n"
           "|---|---|---|---|---|---|---|")
     signatures = {}
     for run in args.runs:
-        for row in score(run, strategies):
+        for row in score(run, strategies, args.beam_from):
             print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
                   f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |")
             signatures.update(row["signatures"])
     for metric, signature in signatures.items():
         print(f"{metric}: {signature}")
+    if args.beam_from:
+        print(f"FILE: {args.beam_from}")
 
 
 if __name__ == "__main__":
