@@ -331,7 +331,6 @@ def _beam_search(
         rows = (first_row + parent.gather(1, keep)).reshape(-1)
         y = token.gather(1, keep).reshape(-1)
         history = torch.cat([history.index_select(0, rows), y[:, None]], dim=1)
-        cache = model.decoder.reorder_cache(cache, rows)
 
         # At its length limit a sentence's live hypotheses are complete as they are.
         at_limit = limits <= length
@@ -341,18 +340,19 @@ def _beam_search(
         # A sentence is done at its limit, or once no live hypothesis can beat its best.
         done = at_limit | (_best_reachable(scores, limits, length_penalty, alpha) <= best_score)
         finished = int(done.sum())
-        if finished == 0:
-            continue
-        outputs[sentence[done]] = best_ids[done]
-        if finished == live:
-            break
-        # The done sentences leave the batch: later steps compute only live hypotheses.
-        still = (~done).nonzero().squeeze(1)
-        rows = (still[:, None] * k + own_rows).reshape(-1)
-        sentence, scores, limits, best_score, best_ids = (
-            x.index_select(0, still) for x in (sentence, scores, limits, best_score, best_ids)
-        )
-        enc, history, y = enc.index_select(rows), history.index_select(0, rows), y.index_select(0, rows)
+        if finished:
+            outputs[sentence[done]] = best_ids[done]
+            if finished == live:
+                break
+            # The done sentences leave the batch: later steps compute only live hypotheses.
+            still = (~done).nonzero().squeeze(1)
+            own = (still[:, None] * k + own_rows).reshape(-1)  # the rows of the sentences still searching
+            sentence, scores, limits, best_score, best_ids = (
+                x.index_select(0, still) for x in (sentence, scores, limits, best_score, best_ids)
+            )
+            history, y, rows = (x.index_select(0, own) for x in (history, y, rows))
+            enc = enc.index_select(own)
+        # The cache follows the survivors, of live sentences only: one reorder per step.
         cache = model.decoder.reorder_cache(cache, rows)
 
     return [ids[ids != PAD].tolist() for ids in outputs]
