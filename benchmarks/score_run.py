@@ -1,11 +1,14 @@
-"""Score a finished run's test split greedy and with beam search, as docs/results.md records it.
+"""Score a finished run's test (or validation) split greedy and with beam search, as docs/results.md records it.
 
 The run's own dataset config reads the test split (the same files, direction and
 preprocessing as in training) and the run's own metric plugins score it, so the
 numbers and sacrebleu signatures match the run's summary.json; greedy decoding is
 added because a run tests with one strategy only.
 
-    python benchmarks/score_run.py RUN_DIR [RUN_DIR ...] [--beam-size 5] [--threads 1]
+    python benchmarks/score_run.py RUN_DIR [RUN_DIR ...] [--beam-size 5] [--alpha A] [--split val] [--threads 1]
+
+``--alpha`` sets gnmt's length-penalty exponent of the beam rows (default: the run's own);
+``--split val`` scores the validation split, where such a setting is chosen.
 
 ``--beam-from FILE`` adds a beam row decoded by the beam search of another version of
 zoo/decoding.py, to measure what a change to the search does to the scores:
@@ -54,23 +57,23 @@ def beam_search_from(path: Path | None):
         zoo.decoding._beam_search = current
 
 
-def score(run_dir: str, strategies: dict[str, dict], beam_from: Path | None = None) -> list[dict]:
+def score(run_dir: str, strategies: dict[str, dict], beam_from: Path | None = None, split: str = "test") -> list[dict]:
     """One row per decoding strategy: every metric's score and signature, and the decoding time.
     A strategy named "... (from FILE)" decodes with ``beam_from``'s beam search."""
     predictor = zoo.load(run_dir)
     cfg = predictor.module.cfg
-    test = build("dataset", cfg["dataset"]).splits()["test"]
-    references = [item.references for item in test]
+    items = build("dataset", cfg["dataset"]).splits()[split]
+    references = [item.references for item in items]
     metrics = MetricSuite(cfg)
     rows = []
     for name, decode in strategies.items():
         started = time.perf_counter()
         with beam_search_from(beam_from if name.endswith("(from FILE)") else None):
-            hypotheses = predictor.predict([item.source for item in test], **decode)
+            hypotheses = predictor.predict([item.source for item in items], **decode)
         seconds = time.perf_counter() - started
         scores = metrics.scores(hypotheses, references)
         repeats = sum(map(repeats_a_trigram, hypotheses))
-        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(test), "repeats": repeats,
+        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(items), "repeats": repeats,
                      "length_ratio": sum(len(h.split()) for h in hypotheses) / sum(len(r[0].split()) for r in references),
                      **scores,
                      "signatures": {m: s["signature"] for m, s in metrics.describe().items()}})
@@ -81,11 +84,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--alpha", type=float, help="gnmt length-penalty exponent of the beam rows (default: the run's)")
+    parser.add_argument("--split", default="test", choices=("test", "val"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    beam = {"strategy": "beam", "beam_size": args.beam_size}
+    beam = {"strategy": "beam", "beam_size": args.beam_size, **({} if args.alpha is None else {"alpha": args.alpha})}
     strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": beam}
     if args.beam_from:
         strategies[f"beam {args.beam_size} (from FILE)"] = beam
@@ -93,7 +98,7 @@ def main() -> None:
           "|---|---|---|---|---|---|---|")
     signatures = {}
     for run in args.runs:
-        for row in score(run, strategies, args.beam_from):
+        for row in score(run, strategies, args.beam_from, args.split):
             print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
                   f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |")
             signatures.update(row["signatures"])
