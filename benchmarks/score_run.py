@@ -57,18 +57,18 @@ def beam_search_from(path: Path | None):
         zoo.decoding._beam_search = current
 
 
-def score(run_dir: str, strategies: dict[str, dict], beam_from: Path | None = None, split: str = "test") -> list[dict]:
-    """One row per decoding strategy: every metric's score and signature, and the decoding time.
-    A strategy named "... (from FILE)" decodes with ``beam_from``'s beam search."""
+def score(run_dir: str, strategies: dict[str, tuple[dict, Path | None]], split: str = "test") -> list[dict]:
+    """One row per decoding strategy (name -> DecodeConfig fields and the decoding.py copy whose
+    beam search to use, None for this one): every metric's score and signature, and the decoding time."""
     predictor = zoo.load(run_dir)
     cfg = predictor.module.cfg
     items = build("dataset", cfg["dataset"]).splits()[split]
     references = [item.references for item in items]
     metrics = MetricSuite(cfg)
     rows = []
-    for name, decode in strategies.items():
+    for name, (decode, beam_from) in strategies.items():
         started = time.perf_counter()
-        with beam_search_from(beam_from if name.endswith("(from FILE)") else None):
+        with beam_search_from(beam_from):
             hypotheses = predictor.predict([item.source for item in items], **decode)
         seconds = time.perf_counter() - started
         scores = metrics.scores(hypotheses, references)
@@ -91,14 +91,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     beam = {"strategy": "beam", "beam_size": args.beam_size, **({} if args.alpha is None else {"alpha": args.alpha})}
-    strategies = {"greedy": {"strategy": "greedy"}, f"beam {args.beam_size}": beam}
+    strategies = {"greedy": ({"strategy": "greedy"}, None), f"beam {args.beam_size}": (beam, None)}
     if args.beam_from:
-        strategies[f"beam {args.beam_size} (from FILE)"] = beam
+        strategies[f"beam {args.beam_size} (from FILE)"] = (beam, args.beam_from)
     print("| run | decoding | BLEU | chrF | words / reference words | repeated trigram | seconds |\n"
           "|---|---|---|---|---|---|---|")
     signatures = {}
     for run in args.runs:
-        for row in score(run, strategies, args.beam_from, args.split):
+        for row in score(run, strategies, args.split):
             print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
                   f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |")
             signatures.update(row["signatures"])

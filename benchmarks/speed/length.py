@@ -29,6 +29,8 @@ ENCODERS = ("gru", "esn", "transformer")
 #: experiment=transformer), not the default additive scorer, whose (B, H, T, S, d) scores
 #: would make it O(n^2 d) rather than attention's usual O(n^2).
 OVERRIDES = {"transformer": ["self_attention=scaled_dot"]}
+
+
 def proc_status_kib(field: str) -> int:
     """A memory field of /proc/self/status (VmRSS, VmHWM) in KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -155,8 +157,9 @@ def measure_cost_vs_length(ctx: Context) -> list[Row]:
     at lengths 32 ... 2048, batch = budget / length.
 
     Fair because every point trains on the same number of source tokens, so what changes with
-    length is the encoder's cost per token; each point runs in its own fresh process. Writes cost_vs_length.{csv,md,png}; the rows
-    here give each encoder's growth from the shortest to the longest length.
+    length is the encoder's cost per token; each point runs in its own fresh process. Writes
+    cost_vs_length.{csv,md,png}; the rows here give each encoder's growth from the shortest to
+    the longest length.
     """
     results = points(ctx)
     write_table(ctx, results)
