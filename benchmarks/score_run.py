@@ -89,6 +89,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py")
     args = parser.parse_args()
+    if args.beam_from is not None and not args.beam_from.is_file():
+        parser.error(f"--beam-from {args.beam_from}: no such file; write one with git show COMMIT:zoo/decoding.py > FILE")
     torch.set_num_threads(args.threads)
     beam = {"strategy": "beam", "beam_size": args.beam_size, **({} if args.alpha is None else {"alpha": args.alpha})}
     strategies = {"greedy": ({"strategy": "greedy"}, None), f"beam {args.beam_size}": (beam, None)}
