@@ -215,6 +215,8 @@ CASES = [
     Case("config", [*TRAIN, "optim.label_smoothing=1.5"], "label_smoothing"),
     Case("config", [*TRAIN, "data.max_tokens=0"], "max_tokens"),
     Case("config", [*TRAIN, "data.joint_vocab=true"], "task.joint_vocab"),
+    Case("config", [*TRAIN, "experiment=multi30k_gru"], "model=multi30k_gru"),
+    Case("config", ["train", "-m", *TRAIN_TINY, "model=gru,gur"], "gur"),
     Case("config", [*TRAIN, "metrics=[bleu,nosuch]"], "nosuch"),
     Case("config", [*TRAIN, "monitor=nosuch"], "nosuch"),
     Case("config", [*ANY_ENCODER, "encoder=transformer", "encoder.d_model=30", "encoder.heads=4"], "heads"),

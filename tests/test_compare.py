@@ -2,14 +2,15 @@
 import csv
 import io
 import json
+from itertools import product
 
 import numpy as np
 import pytest
 
 from zoo.registry import discovery
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
-from zoo.report.runs import RunsNotFound, find_runs
-from zoo.report.stats import bootstrap_mean_difference
+from zoo.report.runs import RunsNotFound, UnknownSetting, find_runs
+from zoo.report.stats import centred_p, hierarchical_bootstrap
 
 discovery.discover()
 
@@ -32,9 +33,11 @@ def summary(encoder: str, scores: dict, seed: int = 1, monitor: str = "bleu", st
     }
 
 
-def write(folder, content) -> None:
+def write(folder, content, config: dict | None = None) -> None:
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(content if isinstance(content, str) else json.dumps(content))
+    if config is not None:  # the resolved config.yaml (JSON is YAML)
+        (folder / "config.yaml").write_text(json.dumps(config))
 
 
 def test_seeds_of_a_configuration_become_one_row_with_mean_std_and_n(tmp_path):
@@ -110,7 +113,7 @@ def write_items(folder, hypotheses) -> None:
     (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def test_a_baseline_gets_paired_bootstrap_p_values_pooled_over_seeds(tmp_path):
+def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
     garbled = [" ".join(s.split()[:-2]) for s in SENTENCES]  # the last two words missing
     garbled_alike = [SENTENCES[0], " ".join(SENTENCES[1].split()[:5]), *garbled[2:]]  # one item better, one worse
     for name, hypotheses, seeds in (("gru", garbled, (1, 2)), ("lstm", SENTENCES, (1, 2)), ("rnn", garbled_alike, (1,))):
@@ -121,19 +124,78 @@ def test_a_baseline_gets_paired_bootstrap_p_values_pooled_over_seeds(tmp_path):
     board = Leaderboard(find_runs([tmp_path]))
     (baseline,) = board.find("encoder=gru")
     board.test_against(baseline)
-    assert board.p_values["encoder=lstm"] < 0.01 and board.p_values["encoder=rnn"] > 0.05, board.p_values
+    lstm, rnn = board.comparisons["encoder=lstm"], board.comparisons["encoder=rnn"]
+    assert lstm.p < 0.01 and lstm.ci_low > 0 and rnn.p > 0.05 and rnn.ci_low < 0 < rnn.ci_high, board.comparisons
     rows = {row[0]: row for row in board.rows()}
     assert rows["encoder=gru"][3] == "baseline" and rows["encoder=lstm"][3].endswith(" *")
-    assert "paired bootstrap" in compare([tmp_path], fmt="markdown", baseline="encoder=gru")
+    assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and "p=0.0" in rows["encoder=lstm"][3]
+    markdown = compare([tmp_path], fmt="markdown", baseline="encoder=gru")
+    assert "hierarchical bootstrap" in markdown and "Holm-adjusted over 2 rows" in markdown
     with pytest.raises(CompareError, match="names no single configuration"):
         compare([tmp_path], baseline="transformer")
+
+
+def test_csv_and_json_carry_the_test_of_each_row(tmp_path):
+    for name, hypotheses in (("gru", [" ".join(s.split()[:-2]) for s in SENTENCES]), ("lstm", SENTENCES)):
+        for seed in (1, 2):
+            write(tmp_path / f"{name}{seed}", summary(name, {"bleu": 20.0}, seed=seed))
+            write_items(tmp_path / f"{name}{seed}", hypotheses)
+    rows = {r["configuration"]: r for r in csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv", baseline="gru")))}
+    lstm = rows["encoder=lstm"]
+    assert lstm["seeds"] == "2" and float(lstm["ci_low"]) <= float(lstm["difference"]) <= float(lstm["ci_high"])
+    assert float(lstm["p"]) < 0.05 and "hierarchical bootstrap" in lstm["method"] and rows["encoder=gru"]["p"] == ""
+    (data,) = json.loads(compare([tmp_path], fmt="json", baseline="gru"))
+    row = next(r for r in data["rows"] if r["configuration"] == "encoder=lstm")
+    assert row["p"] == float(lstm["p"]) and row["seeds"] == 2 and "Holm" in data["method"]
+
+
+def test_a_run_reached_twice_counts_once_and_runs_sharing_a_seed_are_flagged(tmp_path):
+    write(tmp_path / "sweep" / "0", summary("gru", {"bleu": 30.0}, seed=1))
+    write(tmp_path / "sweep" / "1", summary("gru", {"bleu": 34.0}, seed=2))
+    write(tmp_path / "again", summary("gru", {"bleu": 32.0}, seed=1))  # seed 1 of the same configuration, rerun
+    runs = find_runs([tmp_path / "sweep", tmp_path / "sweep" / "0", f"{tmp_path}/sweep/../sweep/0", tmp_path / "again"])
+    assert len(runs) == 3
+    (group,) = Leaderboard(runs).groups
+    assert len(group.seeds) == 2 and group.metrics["bleu"].mean == 32.5  # seed 1: (30 + 32) / 2, seed 2: 34
+    assert group.shared_seeds == ["2 runs share seed 1"]
+    assert "gru: 2 runs share seed 1 (counted once)" in compare([tmp_path / "sweep", tmp_path / "again"], fmt="markdown")
+
+
+def test_group_by_any_config_key_seed_or_learning_rate(tmp_path):
+    for k, (encoder, lr, seed) in enumerate(product(("gru", "lstm"), (0.001, 0.002), (1, 2))):
+        config = {"encoder": {"name": encoder, "hidden_size": 64}, "optim": {"lr": lr}, "seed": seed}
+        write(tmp_path / str(k), {**summary(encoder, {"bleu": 10.0 * seed + 1000 * lr}, seed=seed),
+                                  "config_key": f"{encoder}-{lr}"}, config)
+    by_seed = Leaderboard(find_runs([tmp_path]), by=["seed"])
+    assert [(g.label, len(g.seeds), g.metrics["bleu"].mean) for g in by_seed.groups] == [("seed=2", 4, 21.5),
+                                                                                          ("seed=1", 4, 11.5)]
+    by_lr = Leaderboard(find_runs([tmp_path]), by=["optim.lr"])
+    assert [g.label for g in by_lr.groups] == ["optim.lr=0.002", "optim.lr=0.001"]
+    # by configuration, each row is named by every setting that differs, not only by the overrides
+    labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
+    assert labels == {f"encoder={e} optim.lr={lr}" for e in ("gru", "lstm") for lr in (0.001, 0.002)}
+
+
+def test_by_an_unknown_key_names_the_close_ones(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}), {"encoder": {"name": "gru", "hidden_size": 64}, "seed": 1})
+    with pytest.raises(UnknownSetting, match=r"^--by encoder.hiden_size: no run has that setting; "
+                                             r"did you mean encoder.hidden_size\?$"):
+        compare([tmp_path], by=["encoder.hiden_size"])
+    with pytest.raises(UnknownSetting, match="--by foo: no run has that setting; give a key of a run's config.yaml"):
+        compare([tmp_path], by=["foo"])
 
 
 def test_per_item_bootstrap_separates_real_differences_from_noise():
     rng = np.random.default_rng(0)
     base = rng.normal(0.5, 0.1, 400)
-    assert bootstrap_mean_difference(base, base + 0.05) < 0.01
-    assert bootstrap_mean_difference(base, base + rng.normal(0, 0.1, 400)) > 0.05
+
+    def p(system):  # one seed a side: the paired bootstrap over items
+        observed, differences = hierarchical_bootstrap([[base[:, None]]], [[system[:, None]]],
+                                                       lambda sums, items: sums[:, 0] / items)
+        return centred_p(differences, observed)
+
+    assert p(base + 0.05) < 0.01
+    assert p(base + rng.normal(0, 0.1, 400)) > 0.05
 
 
 def test_runs_on_another_test_set_or_metric_tokenisation_are_separated(tmp_path):

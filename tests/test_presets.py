@@ -21,7 +21,9 @@ from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import GROUP_KINDS
 
-PRESETS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
+CONF = ROOT / "conf"
+PRESETS = sorted((CONF / "experiment").glob("*.yaml"))
+RECIPES = sorted((CONF / "model").glob("*.yaml"))
 
 # A few batches of everything, whatever the preset says.
 FEW_BATCHES = [
@@ -50,11 +52,21 @@ SMALL_MODEL = {
 DEFAULT_CHOICES = {kind.name: kind.default for kind in GROUP_KINDS}
 
 
+def base_paths(path: Path, entries: list) -> list[Path]:
+    """The files a preset builds on: plain names in its defaults list (``multi30k``, ``/experiment/multi30k``)
+    and the model recipe it chooses (``override /model: transformer``)."""
+    named = [CONF / f"{entry[1:]}.yaml" if entry.startswith("/") else path.parent / f"{entry}.yaml"
+             for entry in entries if isinstance(entry, str) and entry != "_self_"]
+    recipes = [CONF / "model" / f"{choice}.yaml" for entry in entries if isinstance(entry, dict)
+               for key, choice in entry.items() if key.removeprefix("override ").strip("/ ") == "model"]
+    return [*recipes, *named]
+
+
 def load_preset(path: Path) -> dict:
-    """A preset as written, merged over the presets it builds on (plain names in its defaults list)."""
+    """A preset as written, merged over the presets and the recipe it builds on."""
     preset = OmegaConf.to_container(OmegaConf.load(path))
     entries = preset.get("defaults", [])
-    bases = [load_preset(path.parent / f"{entry}.yaml") for entry in entries if isinstance(entry, str) and entry != "_self_"]
+    bases = [load_preset(base) for base in base_paths(path, entries)]
     merged = OmegaConf.to_container(OmegaConf.merge(*bases, preset)) if bases else preset
     merged["defaults"] = [d for base in bases for d in base.get("defaults", [])] + [d for d in entries if isinstance(d, dict)]
     return merged
@@ -68,6 +80,7 @@ def chosen_groups(preset: dict) -> dict[str, str]:
         if isinstance(entry, dict):
             for key, choice in entry.items():
                 chosen[key.removeprefix("override ").strip("/ ")] = choice
+    chosen.pop("model", None)  # a recipe's own choices are in the list already (load_preset)
     discover()
     task = registry.get("task", chosen.get("task", DEFAULT_CHOICES["task"])).cls
     return {**task.component_defaults, **chosen}
@@ -145,7 +158,8 @@ def below_data_dir(raw: str, data_dir: Path, field: str) -> Path:
 
 
 def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | None]:
-    """The preset as written, its shrunk overrides, the environment, and the corpus root it reads (if any)."""
+    """The preset (an experiment or a model recipe) as written, its shrunk overrides, the environment, and
+    the corpus root it reads (if any)."""
     preset = load_preset(path)
     data_dir = tmp_path / "data"
     data_dir.mkdir()
@@ -158,7 +172,7 @@ def prepare(path: Path, tmp_path: Path) -> tuple[dict, list[str], dict, Path | N
         split_file = below_data_dir(preset["dataset"]["split_file"], data_dir, "dataset.split_file")
         split_file.parent.mkdir(parents=True, exist_ok=True)
         tiny_karpathy(split_file, below_data_dir(preset["dataset"]["images"], data_dir, "dataset.images"))
-    overrides = [f"experiment={path.stem}", *shrinking_overrides(preset)]
+    overrides = [f"{path.parent.name}={path.stem}", *shrinking_overrides(preset)]
     return preset, overrides, {"ZOO_DATA_DIR": str(data_dir)}, root
 
 

@@ -1,5 +1,6 @@
 """Every experiment preset that sweeps (``hydra.sweeper.params``) runs its whole sweep, one tiny job per
-combination, as ``zoo train -m experiment=NAME`` would; shrinking and data as in tests/test_presets.py."""
+combination, as ``zoo train -m experiment=NAME`` would, and every model recipe trains a few batches in one
+sweep per dataset (``zoo train -m model=a,b,...``); shrinking and data as in tests/test_presets.py."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_zoo
-from test_presets import DEFAULT_CHOICES, PRESETS, check_run, load_preset, prepare, sweep_params
+from test_presets import CONF, DEFAULT_CHOICES, PRESETS, RECIPES, check_run, load_preset, prepare, sweep_params
 
 SWEEPS = [p for p in PRESETS if sweep_params(load_preset(p))]
 
@@ -27,3 +28,30 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
     assert not (sweep_dir / str(jobs)).exists(), f"more than the {jobs} jobs the sweep names"
     for group in sweep.keys() & DEFAULT_CHOICES.keys():  # a swept component: every choice ran
         assert {config[group].name for config in configs} == set(sweep[group])
+
+
+def recipes_by_dataset() -> dict[str, list[Path]]:
+    """The model recipes (conf/model/), by the dataset each trains on: one sweep each."""
+    groups: dict[str, list[Path]] = {}
+    for path in RECIPES:
+        dataset = load_preset(path).get("dataset", {}).get("root", "synthetic")
+        groups.setdefault(str(dataset), []).append(path)
+    return groups
+
+
+RECIPE_SWEEPS = list(recipes_by_dataset().values())
+
+
+@pytest.mark.parametrize("paths", RECIPE_SWEEPS, ids=[paths[0].stem for paths in RECIPE_SWEEPS])
+def test_model_recipes_train(paths: list[Path], tmp_path: Path):
+    _, overrides, env, corpus = prepare(paths[0], tmp_path)
+    names = [path.stem for path in paths]
+    overrides[0] = f"model={','.join(names)}"
+    sweep_dir = tmp_path / "sweep"
+    run_zoo("train", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=env)
+    for number, name in enumerate(names):
+        config = check_run(sweep_dir / str(number), corpus)
+        recipe = load_preset(CONF / "model" / f"{name}.yaml")
+        for group in ("encoder", "decoder"):  # the recipe's components, at its own settings
+            for key, value in recipe.get(group, {}).items():
+                assert config[group][key] == value, f"model={name}: {group}.{key}"

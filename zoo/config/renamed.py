@@ -14,10 +14,21 @@ RENAMED = {
     "length_buckets": "task.length_buckets",
 }
 
+#: old group choice -> the override that replaces it
+MOVED_CHOICES = {
+    "experiment=multi30k_gru": "model=multi30k_gru",
+    "experiment=multi30k_transformer": "model=multi30k_transformer",
+    "experiment=multi30k_esn": "model=multi30k_esn",
+    "experiment=compare_encoders": "experiment=compare_families",
+}
+
 
 def check_renamed(overrides: list[str]) -> None:
-    """Raise :class:`ConfigError` for the first override that uses a moved option's old key."""
+    """Raise :class:`ConfigError` for the first override that uses a moved option's old key or choice."""
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         if key in RENAMED:
             raise ConfigError(f"{key} is now {RENAMED[key]}; write {RENAMED[key]}={value}")
+        for choice in value.split(","):
+            if f"{key}={choice}" in MOVED_CHOICES:
+                raise ConfigError(f"{key}={choice} is now {MOVED_CHOICES[f'{key}={choice}']}; write that instead")

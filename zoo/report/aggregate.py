@@ -1,17 +1,24 @@
 """Runs grouped into configurations: mean, standard deviation and count over seeds.
 
 By default a group is one configuration (the summaries' ``config_key``: runs that
-differ only in seed, paths or logging); ``by`` groups by chosen settings instead
-(``encoder,attention``), pooling whatever else differs.
+differ only in seed, paths or logging), labelled by every setting in which the
+groups differ; ``by`` groups by chosen settings instead (``encoder,attention``,
+``optim.lr``, ``seed``), pooling whatever else differs.
+
+Seeds are counted by distinct value: runs of one configuration that share a seed
+are one repetition (their values averaged), flagged in :attr:`Group.shared_seeds`.
 """
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from zoo.registry import GROUP_KINDS
 from zoo.report.runs import Run
+from zoo.training.record import NOT_IN_CONFIG_KEY
 
 #: Cost columns: summary key path -> column name.
 COSTS = {
@@ -27,14 +34,14 @@ COSTS = {
 
 @dataclass
 class Stat:
-    """Mean, sample standard deviation (0 for one value) and count of one quantity over a group's runs."""
+    """Mean, sample standard deviation (0 for one value) and count of one quantity over a group's seeds."""
 
     mean: float
     std: float
     n: int
 
     @classmethod
-    def of(cls, values: list[float]) -> "Stat | None":
+    def of(cls, values: list[float]) -> Stat | None:
         if not values:
             return None
         return cls(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values))
@@ -58,6 +65,26 @@ class Group:
     def finished(self) -> list[Run]:
         return [run for run in self.runs if run.status == "finished"]
 
+    @property
+    def seeds(self) -> list[list[Run]]:
+        """The finished runs as independent repetitions, ordered by seed then path: the runs of one
+        configuration that share a seed are one repetition, not several."""
+        repetitions: dict[tuple, list[Run]] = {}
+        for run in sorted(self.finished, key=run_order):
+            repetitions.setdefault((run.summary.get("config_key") or str(run.path.resolve()), str(run.seed)), []).append(run)
+        return list(repetitions.values())
+
+    @property
+    def shared_seeds(self) -> list[str]:
+        """What to flag under the table: ``2 runs share seed 1`` for each repetition made of several runs."""
+        return [f"{len(runs)} runs share seed {runs[0].seed}" for runs in self.seeds if len(runs) > 1]
+
+
+def run_order(run: Run) -> tuple:
+    """Seed, then resolved path: a fixed order, so anything drawn at random from runs repeats exactly."""
+    seed = run.seed
+    return (not isinstance(seed, int), seed if isinstance(seed, int) else 0, str(seed), str(run.path.resolve()))
+
 
 def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
     value = summary
@@ -66,53 +93,90 @@ def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def _key(run: Run, by: list[str]) -> tuple:
+def _over_seeds(seeds: list[list[Run]], value: Callable[[Run], float | None]) -> Stat | None:
+    """A quantity's statistics over repetitions, each the mean of its runs' values."""
+    means = []
+    for runs in seeds:
+        values = [v for run in runs if (v := value(run)) is not None]
+        if values:
+            means.append(statistics.fmean(values))
+    return Stat.of(means)
+
+
+def show(value: Any) -> str:
+    """A setting's value as it is written on the command line (``null``, ``true``, ``[0.9,0.98]``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ",".join(map(show, value)) + "]"
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _compared(key: str) -> bool:
+    """False for the settings that do not change what a run computes (seed, paths, logging)."""
+    return not any(key == other or key.startswith(f"{other}.") for other in NOT_IN_CONFIG_KEY)
+
+
+def _differs(key: str, settings: list[dict[str, Any]]) -> bool:
+    """Whether ``key`` tells the groups apart. A component's field (``encoder.hidden_size``) only counts between
+    groups using the same component: that another plugin has other fields or defaults is said by its name."""
+    parents = [key.rsplit(".", depth)[0] for depth in range(1, key.count(".") + 1)]
+    named = next((parent for parent in parents if any(parent in s for s in settings)), None)
+    values: dict[str, set[str]] = {}
+    for s in settings:
+        values.setdefault(_canonical(s.get(named)) if named else "", set()).add(_canonical(s.get(key)))
+    return any(len(seen) > 1 for seen in values.values())
+
+
+def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
+    """Each group's ``by`` values; by default the preset choices in which the groups differ (``model=gru``: a
+    recipe names all it sets), then every compared setting that differs between groups of the same presets
+    (one group alone: its encoder). Groups nothing tells apart (runs without a config) add their config key."""
     if by:
-        return tuple(run.setting(key) for key in by)
-    return (run.summary.get("config_key") or str(run.path),)
-
-
-def _override(run: Run, key: str) -> str | None:
-    return next((o.partition("=")[2] for o in run.label_overrides if o.partition("=")[0] == key), None)
-
-
-def _varying(runs: list[Run]) -> list[str]:
-    """Component kinds and override keys whose value differs between runs (seeds excluded): what is compared."""
-    kinds = [kind.name for kind in GROUP_KINDS]
-    keys = dict.fromkeys([*kinds, *(o.partition("=")[0] for run in runs for o in run.label_overrides)])
-    value = lambda run, key: run.component(key) if key in kinds else _override(run, key)  # noqa: E731
-    return [key for key in keys if len({value(run, key) for run in runs}) > 1]
-
-
-def _label(runs: list[Run], by: list[str], varying: list[str]) -> str:
-    """``by`` values, else the varying overrides, else the varying component names, else the encoder."""
-    first = runs[0]
-    if by:
-        return ", ".join(f"{key}={first.setting(key)}" for key in by)
-    shown = [o for o in first.label_overrides if o.partition("=")[0] in varying]
-    if shown:
-        return " ".join(shown)
-    names = ", ".join(f"{kind}={first.component(kind)}" for kind in varying if first.component(kind))
-    return names or first.component("encoder") or first.path.name
+        return [" ".join(f"{key}={show(runs[0].setting(key))}" for key in by) for runs in members]
+    settings = [runs[0].settings for runs in members]
+    presets = [{group: choice for group, choice in runs[0].choices.items() if group not in s}
+               for runs, s in zip(members, settings)]
+    chosen = [group for group in dict.fromkeys(g for p in presets for g in p)
+              if len({_canonical(p.get(group)) for p in presets}) > 1]
+    alike: dict[tuple, list[dict[str, Any]]] = {}  # groups of the same presets
+    for p, s in zip(presets, settings):
+        alike.setdefault(tuple(_canonical(p.get(group)) for group in chosen), []).append(s)
+    keys = [key for key in dict.fromkeys(k for s in settings for k in s)
+            if _compared(key) and any(_differs(key, cell) for cell in alike.values())]
+    labels = [" ".join([*(f"{group}={show(p.get(group))}" for group in chosen),
+                        *(f"{key}={show(s.get(key))}" for key in keys)])
+              or str(runs[0].setting("encoder") or runs[0].path.name)
+              for runs, p, s in zip(members, presets, settings)]
+    repeated = Counter(labels)
+    return [f"{label} [{runs[0].summary.get('config_key') or runs[0].path.name}]" if repeated[label] > 1 else label
+            for label, runs in zip(labels, members)]
 
 
 def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
-    """Groups of runs with the statistics of their finished runs, in first-seen order."""
+    """Groups of runs with the statistics of their finished seeds, in first-seen order."""
     by = by or []
     buckets: dict[tuple, list[Run]] = {}
     for run in runs:
-        buckets.setdefault(_key(run, by), []).append(run)
-    varying = _varying(runs)
+        key = tuple(_canonical(run.setting(k)) for k in by) if by else (run.summary.get("config_key") or str(run.path),)
+        buckets.setdefault(key, []).append(run)
     groups = []
-    for members in buckets.values():
-        group = Group(_label(members, by, varying), members)
-        done = group.finished
+    for label, members in zip(_labels(list(buckets.values()), by), buckets.values()):
+        group = Group(label, members)
+        seeds, done = group.seeds, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
-        group.metrics = {name: Stat.of([s for run in done if (s := run.score(name)) is not None]) for name in names}
+        group.metrics = {name: _over_seeds(seeds, lambda run, name=name: run.score(name)) for name in names}
         group.costs = {column: stat for path, column in COSTS.items()
-                       if (stat := Stat.of([v for run in done if (v := _lookup(run.summary, path)) is not None]))}
+                       if (stat := _over_seeds(seeds, lambda run, path=path: _lookup(run.summary, path)))}
         labels = dict.fromkeys(b for run in done for b in run.summary.get("breakdowns", {}).get("bleu_by_length", {}))
-        group.buckets = {b: Stat.of([run.summary["breakdowns"]["bleu_by_length"][b]["bleu"] for run in done
-                                     if b in run.summary["breakdowns"]["bleu_by_length"]]) for b in labels}
+        group.buckets = {b: _over_seeds(seeds, lambda run, b=b: _lookup(run.summary, ("breakdowns", "bleu_by_length", b,
+                                                                                   "bleu")))
+                         for b in labels}
         groups.append(group)
     return groups

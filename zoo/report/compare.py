@@ -3,7 +3,8 @@
 One row per configuration with each metric's mean ± standard deviation and the
 number of seeds, cost columns and BLEU per source-length bucket; sorted by the
 monitored metric (or ``sort``) in its own direction. Running and failed runs are
-counted in the status column, never averaged in.
+counted in the status column, never averaged in. With a baseline, each row also
+holds its difference from it, a confidence interval and a p-value (``stats.py``).
 """
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from pathlib import Path
 
 from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, group_runs
-from zoo.report.runs import Run, RunsNotFound, find_runs
-from zoo.report.stats import METHOD, p_value, pool
+from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
+from zoo.report.stats import CONFIDENCE, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 
 FORMATS = ("table", "markdown", "csv", "json")
+#: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
+TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method")
 
 
 class CompareError(ZooError, ValueError):
@@ -44,19 +47,22 @@ class Leaderboard:
         self.buckets = sorted({b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+")))
         self.groups.sort(key=self._rank)
         self.baseline: Group | None = None
-        self.p_values: dict[str, float | None] = {}
+        self.comparisons: dict[str, Comparison | None] = {}
 
     def find(self, label: str) -> list[Group]:
         """The groups named ``label``, else those whose name contains it."""
         return [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
 
     def test_against(self, baseline: Group) -> None:
-        """p-value of each configuration's difference from ``baseline`` on the sorted metric."""
+        """Each configuration's difference from ``baseline`` on the sorted metric, its confidence interval and
+        p-value; the p-values Holm-adjusted over the rows tested (Holm, 1979)."""
         self.baseline = baseline
-        for group in self.groups:
-            if group is not baseline:
-                pooled = pool(baseline.finished, group.finished)
-                self.p_values[group.label] = p_value(self.sort, *pooled) if pooled else None
+        scorer = scorer_for(self.sort, baseline.finished)
+        self.comparisons = {group.label: compare_to_baseline(scorer, baseline.seeds, group.seeds)
+                            for group in self.groups if group is not baseline}
+        tested = [c for c in self.comparisons.values() if c is not None]
+        for comparison, p in zip(tested, holm([c.p_unadjusted for c in tested])):
+            comparison.p = p
 
     def _rank(self, group: Group) -> float:
         stat = group.metrics.get(self.sort)
@@ -77,25 +83,28 @@ class Leaderboard:
         return f"{stat.mean:,.{digits}f}" if stat.n == 1 else f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}"
 
     def header(self) -> list[str]:
-        significance = [f"p ({self.sort})"] if self.baseline else []
+        significance = [f"Δ {self.sort} [{CONFIDENCE:.0%} CI] p"] if self.baseline else []
         return ["configuration", "n", *self.metrics, *significance, *self.costs, *[f"BLEU {b}" for b in self.buckets],
                 "runs"]
 
-    def _p_cell(self, group: Group) -> list[str]:
+    def _test_cell(self, group: Group) -> list[str]:
+        """``+3.1 [-1.2, 7.4] p=0.330``, with `` *`` when the adjusted p is below 0.05."""
         if not self.baseline:
             return []
         if group is self.baseline:
             return ["baseline"]
-        p = self.p_values.get(group.label)
-        return ["" if p is None else f"{p:.3f}" + (" *" if p < 0.05 else "")]
+        c = self.comparisons.get(group.label)
+        if c is None:
+            return [""]
+        return [f"{c.difference:+.1f} [{c.ci_low:.1f}, {c.ci_high:.1f}] p={c.p:.3f}" + (" *" if c.p < 0.05 else "")]
 
     def rows(self) -> list[list[str]]:
         rows = []
         for g in self.groups:
             costs = [self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
                      for c in self.costs]
-            rows.append([g.label, str(len(g.finished)), *[self._stat(g.metrics.get(m)) for m in self.metrics],
-                         *self._p_cell(g), *costs,
+            rows.append([g.label, str(len(g.seeds)), *[self._stat(g.metrics.get(m)) for m in self.metrics],
+                         *self._test_cell(g), *costs,
                          *[self._stat(g.buckets.get(b)) for b in self.buckets], self._status(g)])
         return rows
 
@@ -104,11 +113,12 @@ class Leaderboard:
         return {"table": self.table, "markdown": self.markdown, "csv": self.csv, "json": self.json}[fmt]()
 
     def footnote(self) -> str:
-        """How to read the table: the sort order, the significance method, the runs left out."""
+        """How to read the table: the sort order, the significance method, shared seeds, the runs left out."""
         order = "higher" if self.higher_is_better else "lower"
-        lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds"]
+        lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds, each counted once"]
         if self.baseline:
-            lines.append(f"p: {self.sort} against {self.baseline.label} by {METHOD}; * p < 0.05")
+            lines.append(self.method())
+        lines += [f"{g.label}: {note} (counted once)" for g in self.groups for note in g.shared_seeds]
         if self.skipped:
             lines.append(f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
                          + ", ".join(str(run.path) for run in self.skipped))
@@ -127,6 +137,22 @@ class Leaderboard:
         Console(file=out, width=max(100, 14 * len(self.header())), color_system=None).print(table)
         return out.getvalue().rstrip()
 
+    def method(self) -> str:
+        """One line saying how the rows were tested against the baseline, naming the rows of each method."""
+        methods: dict[str, list[str]] = {}
+        for label, c in self.comparisons.items():
+            methods.setdefault(c.method if c else "", []).append(label)
+        untested, tested = methods.pop("", []), sum(map(len, methods.values()))
+        used = "; ".join(m if len(methods) == 1 else f"{m} for {', '.join(labels)}" for m, labels in methods.items())
+        line = (f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
+                f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'}, {SAMPLES} samples (Koehn, 2004), "
+                f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < 0.05")
+        return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
+
+    def _test_fields(self, group: Group) -> dict:
+        c = self.comparisons.get(group.label)
+        return {name: getattr(c, name) if c else None for name in TEST_FIELDS}
+
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
@@ -136,26 +162,29 @@ class Leaderboard:
         out = io.StringIO()
         writer = csv.writer(out)
         stat_columns = [*self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets]]
-        writer.writerow(["configuration", "n", *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
-                         "runs"])
+        tests = list(TEST_FIELDS) if self.baseline else []
+        writer.writerow(["configuration", "seeds", *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
+                         *tests, "runs"])
         for g in self.groups:
             stats = [g.metrics.get(m) for m in self.metrics] + [g.costs.get(c) for c in self.costs]
             stats += [g.buckets.get(b) for b in self.buckets]
             cells = [value for s in stats for value in ((s.mean, s.std) if s else ("", ""))]
-            writer.writerow([g.label, len(g.finished), *cells, self._status(g)])
+            fields = self._test_fields(g) if self.baseline else {}
+            writer.writerow([g.label, len(g.seeds), *cells, *("" if v is None else v for v in fields.values()),
+                             self._status(g)])
         return out.getvalue().rstrip()
 
     def json(self) -> str:
         def stats(values: dict[str, Stat]) -> dict:
             return {k: {"mean": s.mean, "std": s.std, "n": s.n} for k, s in values.items() if s}
 
-        rows = [{"configuration": g.label, "runs": [str(r.path) for r in g.runs], "status": dict(g.statuses),
-                 "metrics": stats(g.metrics), "costs": stats(g.costs), "bleu_by_length": stats(g.buckets)}
+        rows = [{"configuration": g.label, "seeds": len(g.seeds), "runs": [str(r.path) for r in g.runs],
+                 "status": dict(g.statuses), "shared_seeds": g.shared_seeds, "metrics": stats(g.metrics),
+                 "costs": stats(g.costs), "bleu_by_length": stats(g.buckets), **self._test_fields(g)}
                 for g in self.groups]
-        for row in rows:
-            row["p_vs_baseline"] = self.p_values.get(row["configuration"])
         return json.dumps({"sort": self.sort, "higher_is_better": self.higher_is_better, "rows": rows,
-                           "baseline": self.baseline.label if self.baseline else None, "method": METHOD,
+                           "baseline": self.baseline.label if self.baseline else None,
+                           "method": self.method() if self.baseline else None,
                            "left_out": [str(r.path) for r in self.skipped]}, indent=2)
 
 
@@ -209,6 +238,8 @@ def leaderboards(paths: list[str | Path], by: list[str] | None = None, sort: str
     """One leaderboard per set of comparable runs under ``paths`` (with a note saying how it differs)."""
     runs = find_runs(paths)
     usable = [run for run in runs if run.status not in ("old", "unreadable")]
+    if usable and by:
+        check_settings(usable, by)
     boards = [(why, Leaderboard(members, by, sort)) for why, members in comparable_sets(usable)]
     boards = boards or [("", Leaderboard([], by, sort))]
     boards[0][1].skipped = [run for run in runs if run not in usable]

@@ -1,0 +1,101 @@
+"""Significance against a baseline: seed variance in the p-value, Holm over rows, the same p in every process."""
+import json
+
+import numpy as np
+import pytest
+from conftest import run_zoo
+from test_compare import SENTENCES, summary, write, write_items
+
+from zoo.report.compare import Leaderboard, compare
+from zoo.report.runs import find_runs
+from zoo.report.stats import (
+    HIERARCHICAL,
+    PAIRED_ITEMS,
+    PAIRED_SACREBLEU,
+    SAMPLES,
+    compare_to_baseline,
+    holm,
+    read_items,
+    scorer_for,
+)
+
+ITEMS = 200
+
+
+def sweep(root, means: dict[str, tuple[float, ...]]) -> Leaderboard:
+    """Runs whose per-item ``quality`` averages exactly ``means[encoder][k]`` for seed k + 1 (items share a
+    difficulty, as real test items do, plus each run's own noise); the first encoder is the baseline."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.normal(0, 10, ITEMS)
+    for encoder, scores in means.items():
+        for seed, mean in enumerate(scores, start=1):
+            noise = difficulty + rng.normal(0, 3, ITEMS)
+            items = mean + noise - noise.mean()
+            folder = root / f"{encoder}{seed}"
+            write(folder, summary(encoder, {"quality": mean}, seed=seed, monitor="quality"))
+            rows = [{"id": f"test-{k}", "hypothesis": "", "references": [""], "scores": {"quality": float(score)}}
+                    for k, score in enumerate(items)]
+            (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    board = Leaderboard(find_runs([root]))
+    board.test_against(board.find(f"encoder={next(iter(means))}")[0])
+    return board
+
+
+def test_one_lucky_seed_is_not_significant(tmp_path):
+    board = sweep(tmp_path, {"dot": (7.5, 7.8, 7.2), "additive": (7.2, 20.5, 6.3)})  # the issue's chrF over seeds
+    lucky = board.comparisons["encoder=additive"]
+    assert lucky.method == HIERARCHICAL and lucky.seeds == (3, 3) and lucky.difference == pytest.approx(3.833, abs=1e-3)
+    assert lucky.p >= 0.05 and lucky.ci_low < 0 < lucky.ci_high, lucky
+    dot, additive = board.find("encoder=dot")[0], board.find("encoder=additive")[0]
+    pooled = compare_to_baseline(scorer_for("quality", []), [dot.finished], [additive.finished])
+    assert pooled.method == PAIRED_ITEMS and pooled.p < 0.01  # what resampling items alone concluded
+
+
+def test_a_consistent_difference_over_seeds_stays_significant(tmp_path):
+    board = sweep(tmp_path, {"dot": (30.0, 31.0, 29.0), "additive": (36.0, 37.5, 35.0)})
+    better = board.comparisons["encoder=additive"]
+    assert better.method == HIERARCHICAL and better.p < 0.05 and 0 < better.ci_low < 6.17 < better.ci_high, better
+
+
+def test_holm_adjusts_the_rows_tested_against_one_baseline(tmp_path):
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    board = sweep(tmp_path, {"dot": (30.0, 31.0, 29.0), "additive": (36.0, 37.5, 35.0), "cosine": (29.0, 35.0, 28.0),
+                             "none": (25.0, 24.0, 26.5)})
+    tested = list(board.comparisons.values())
+    assert [c.p for c in tested] == holm([c.p_unadjusted for c in tested]) and len(tested) == 3
+    assert all(c.p >= c.p_unadjusted for c in tested) and board.comparisons["encoder=additive"].p < 0.05
+    assert "Holm-adjusted over 3 rows (Holm, 1979)" in board.footnote()
+
+
+def test_one_seed_each_keeps_sacrebleus_paired_test(tmp_path):
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    garbled = [" ".join(s.split()[:-1]) if k % 3 else s for k, s in enumerate(SENTENCES)]
+    for name, hypotheses in (("gru", garbled), ("lstm", SENTENCES)):
+        write(tmp_path / name, summary(name, {"bleu": 50.0}))
+        write_items(tmp_path / name, hypotheses)
+    board = Leaderboard(find_runs([tmp_path]))
+    board.test_against(board.find("gru")[0])
+    one = board.comparisons["encoder=lstm"]
+    items = [read_items(run) for run in find_runs([tmp_path / "gru", tmp_path / "lstm"])]
+    ids = sorted(items[0])
+    _, results = PairedTest([(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip("ab", items)],
+                            {"bleu": BLEU()}, [[items[0][i]["references"][0] for i in ids]], test_type="bs",
+                            n_samples=SAMPLES)()
+    assert one.method == PAIRED_SACREBLEU and one.seeds == (1, 1) and one.p == results["BLEU"][1].p_value
+
+
+def test_p_values_are_the_same_in_every_process(tmp_path):
+    for name, cut in (("gru", 2), ("lstm", 1)):
+        for seed in (1, 2, 3):
+            hypotheses = [" ".join(s.split()[:-cut]) if (k + seed) % 4 else s for k, s in enumerate(SENTENCES)]
+            write(tmp_path / f"{name}{seed}", summary(name, {"bleu": 50.0}, seed=seed))
+            write_items(tmp_path / f"{name}{seed}", hypotheses)
+    outputs = [run_zoo("compare", str(tmp_path), "--format", "json", "--baseline", "gru", cwd=tmp_path,
+                       env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    tests = [{r["configuration"]: (r["p"], r["ci_low"], r["ci_high"]) for r in json.loads(out)[0]["rows"]}
+             for out in outputs]
+    assert tests[0] == tests[1] and tests[0]["encoder=lstm"][0] is not None
+    (in_process,) = json.loads(compare([tmp_path], fmt="json", baseline="gru"))
+    assert next(r["p"] for r in in_process["rows"] if r["configuration"] == "encoder=lstm") == tests[0]["encoder=lstm"][0]
