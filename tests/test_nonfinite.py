@@ -5,7 +5,6 @@ import json
 import re
 import textwrap
 
-import pytest
 import torch
 
 from conftest import TINY, run_zoo

@@ -107,7 +107,8 @@ def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
         assert shipped in names, f"{config.relative_to(ROOT)} is missing from the wheel (as {shipped})"
     assert "zoo/conf/config.yaml" in names
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert top_level == {"zoo", "zoo_plugins"}, "no generic top-level 'plugins' or 'conf' module may be installed"
+    # hydra_plugins: the namespace Hydra finds sweepers in (zoo's Optuna sweeper, hydra/sweeper=optuna)
+    assert top_level == {"zoo", "zoo_plugins", "hydra_plugins"}, "no generic top-level 'plugins' or 'conf' module may be installed"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[zoo.plugins]" in text and "builtin = zoo_plugins" in text

@@ -92,7 +92,7 @@ def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
     run_dir = tmp_path / "run"
     run_zoo("train", *run_args(max_steps=7), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert summary(run_dir)["status"] == "finished"
-    proc = run_zoo("train", f"resume={run_dir}", "trainer.max_steps=15", cwd=tmp_path)
+    run_zoo("train", f"resume={run_dir}", "trainer.max_steps=15", cwd=tmp_path)
     assert summary(run_dir)["resumes"][0] == {**summary(run_dir)["resumes"][0], "step": 7, "from": "finished"}
     assert_same_run(straight, run_dir)
 

@@ -21,7 +21,7 @@ from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
 #: ``kv_layout`` (null unless chosen) sets the Transformer encoder's and decoder's key/value layout.
-PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layout": None}
+PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layout": None, "search": None, "model": None}
 
 
 class ResumeMode(Choice):
@@ -65,6 +65,9 @@ ZooConfig = dataclasses.make_dataclass(
         # resume_mode: null means must with ``resume`` and never without it.
         ("resume", Optional[str], field(default=None)),
         ("resume_mode", Optional[ResumeMode], field(default=None)),
+        # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
+        ("test", bool, field(default=True)),
+        ("search", Optional[Any], field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
         ("data", DataConfig, field(default_factory=DataConfig)),
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("optim", OptimConfig, field(default_factory=OptimConfig)),

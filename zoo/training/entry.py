@@ -8,6 +8,7 @@ Every job first claims its directory (:mod:`zoo.training.rundir`): Hydra itself 
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 import sys
@@ -22,6 +23,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
+from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
 from zoo.config.renamed import check_renamed
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.registry.discovery import discover
@@ -93,7 +95,10 @@ FAILED_JOBS: list[str] = []
 
 
 def train_job(cfg: DictConfig) -> float | None:
-    """Train one job; return the monitored test score, which is what a sweeper optimises.
+    """Train one job; return the monitored metric's best validation score, which is what a sweeper optimises.
+
+    Never the test score: a sweeper that chose by it would tune on the test split. The best validation score
+    is the one that chose the checkpoint (``summary.json``'s ``best_val``, in the metric's own direction).
 
     The job's directory is claimed before anything else (new or empty, locked from the job's first
     write until it ends; see :mod:`zoo.training.rundir`), so a refused start changes nothing in it.
@@ -111,9 +116,8 @@ def train_job(cfg: DictConfig) -> float | None:
         try:
             discover([to_absolute_path(d) for d in cfg.plugin_dirs])
             from zoo.training.run import train
-            from zoo.training.summary import monitored_score
 
-            return monitored_score(train(cfg))
+            return train(cfg).get("best_val")
         except BaseException as error:
             if not isinstance(error, Exception):  # an interruption (recorded as such) or an exit: nothing to add
                 error.run_dir = str(run_dir)
@@ -199,6 +203,7 @@ def check_composition(overrides: list[str]) -> None:
     if any(arg.split("=")[0] in HYDRA_INFO_FLAGS for arg in overrides):
         return
     check_launcher(overrides)
+    check_sweeper(overrides)
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = [o for o in OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
@@ -239,6 +244,27 @@ def check_launcher(overrides: list[str]) -> None:
                                f"pip install 'zoo[{extra}]'") from None
 
 
+#: The sweepers zoo's presets (conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
+SWEEPER_PACKAGES = {"optuna": ("optuna", "search")}
+
+
+def check_sweeper(overrides: list[str]) -> None:
+    """``hydra/sweeper=optuna`` without Optuna is one line naming zoo's extra; in a sweep (``-m``), every study's
+    search space is read first, so a study without one, or a range that is not one, stops it before any job runs.
+    """
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra/sweeper=")]
+    if not chosen or chosen[-1] not in SWEEPER_PACKAGES:
+        return
+    package, extra = SWEEPER_PACKAGES[chosen[-1]]
+    if importlib.util.find_spec(package) is None:
+        raise CompositionError(f"hydra/sweeper={chosen[-1]} needs {package}, which is not installed: "
+                               f"pip install 'zoo[{extra}]'")
+    if any(o in HYDRA_MODES["--multirun"] for o in overrides):
+        from zoo.search.space import check_spaces
+
+        check_spaces(overrides, compose_config)
+
+
 def compose_config(overrides: list[str]) -> DictConfig:
     """The config ``overrides`` compose to (no Hydra job); one that does not compose is one :class:`CompositionError` line."""
     from hydra import compose, initialize_config_module
@@ -266,6 +292,14 @@ def one_line(error: BaseException) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
+def register_sweeper() -> None:
+    """Register zoo's sweeper with Hydra. Hydra finds plugins by listing the ``hydra_plugins`` package, which
+    misses zoo's in an editable install (setuptools maps it through an import hook that cannot be listed)."""
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance().register(ZooOptunaSweeper)
+
+
 def main(overrides: list[str] | None = None) -> None:
     """Train with Hydra ``overrides`` (default: this process's arguments).
 
@@ -279,6 +313,7 @@ def main(overrides: list[str] | None = None) -> None:
         check_renamed(overrides)
         overrides = resume_overrides(overrides)
         discover(plugin_dirs_from_overrides(overrides))
+        register_sweeper()
         check_composition(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
@@ -290,8 +325,8 @@ def main(overrides: list[str] | None = None) -> None:
         run_dir = getattr(stop, "run_dir", None) or "RUN_DIR"
         held = ("checkpoints/last.ckpt holds it" if stop.saved
                 else "stopped before training, no checkpoint written now")
-        print(f"zoo: {stop.__class__.__name__}: {stop}; {held}; continue with: zoo train resume={run_dir}",
-              file=sys.stderr)
+        how = getattr(stop, "continue_with", None) or f"zoo train resume={run_dir}"  # a search says how it goes on
+        print(f"zoo: {stop.__class__.__name__}: {stop}; {held}; continue with: {how}", file=sys.stderr)
         raise SystemExit(128 + stop.signum)
     if FAILED_JOBS:
         print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "

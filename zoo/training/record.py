@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 #: repetitions of one configuration (``seed``) or the same run recorded differently.
 NOT_IN_CONFIG_KEY = ("seed", "plugin_dirs", "paths", "samples", "logger", "trainer.enable_progress_bar",
                      "trainer.cpu_threads", "data.num_workers", "resume", "resume_mode",
-                     "trainer.checkpoint_every_minutes")
+                     "trainer.checkpoint_every_minutes", "test", "search")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -56,8 +56,10 @@ def config_key(cfg: DictConfig) -> str:
 
 
 def run_identity(cfg: DictConfig, monitor: str) -> dict:
-    """What identifies a run among others: its configuration, seed and the overrides that made it."""
+    """What identifies a run among others: its configuration, seed, the overrides that made it and the choice in
+    each config group (``model``, ``experiment``: what ``zoo compare --by`` groups by, though no config key holds it)."""
     hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    choices = OmegaConf.to_container(hydra.runtime.choices) if hydra else {}
     return {
         "schema_version": SCHEMA_VERSION,
         "task": cfg.task.name,
@@ -65,6 +67,7 @@ def run_identity(cfg: DictConfig, monitor: str) -> dict:
         "seed": cfg.seed,
         "config_key": config_key(cfg),
         "overrides": list(hydra.overrides.task) if hydra else [],
+        "choices": {group: choice for group, choice in choices.items() if not group.startswith("hydra/")},
         "components": {  # each kind's choice, and what each optional group used (its kind's choice when left null)
             group: OmegaConf.to_container(section(cfg, group), enum_to_str=True) for kind in GROUP_KINDS for group in kind.groups
         },

@@ -185,8 +185,9 @@ def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: R
         signum = last.signal or signal.SIGTERM
         raise TrainingInterrupted(signum, trainer.global_step, saved=last.saved_on_signal) from None
     train_seconds = time.perf_counter() - started
-    trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False,
-                 weights_only=False)
+    if cfg.test:  # test=false (a search's trial): the test split stays unseen, the summary says so
+        trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False,
+                     weights_only=False)
 
     test = module.results.get("test")
     summary = record.finish(build_summary(cfg, module, data.task, trainer, checkpoint, throughput, train_seconds))

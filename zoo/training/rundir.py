@@ -31,6 +31,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.errors import ZooError
+from zoo.search import STUDY_FILE
 from zoo.training.provenance import PROVENANCE_FILE, copy_plugin_sources, loaded_plugin_folders, provenance
 
 log = logging.getLogger("zoo.run")
@@ -119,7 +120,7 @@ LAST_CHECKPOINT = "checkpoints/last.ckpt"
 #: Settings a resumed run may change (a key or a whole section); any other difference is refused.
 RESUME_MAY_CHANGE = (
     "resume", "resume_mode", "plugin_dirs", "paths", "samples", "logger", "decode", "data.num_workers",
-    "trainer.max_epochs", "trainer.max_steps", "trainer.max_time", "trainer.patience",
+    "test", "search", "trainer.max_epochs", "trainer.max_steps", "trainer.max_time", "trainer.patience",
     "trainer.checkpoint_every_minutes", "trainer.enable_progress_bar", "trainer.cpu_threads",
     "trainer.log_every_n_steps", "trainer.limit_val_batches", "trainer.limit_test_batches",
 )
@@ -371,10 +372,14 @@ def claim_run_dir(run_dir: Path, writes: bool = True, resume_mode: str = "never"
 # ------------------------------------------------------------------------------------------ sweep dirs
 
 
+#: What makes a folder a sweep's: Hydra's record of it, or a search's study (zoo.search).
+SWEEP_MARKERS = ("multirun.yaml", STUDY_FILE)
+
+
 class SweepDirCheck(Callback):
     """Hydra callback (``hydra.callbacks`` in conf/config.yaml): claim the sweep directory before Hydra writes
     ``multirun.yaml`` into it. A sweep directory must be new or empty (or, with ``resume_mode`` auto or must,
-    hold the sweep to resume); it is locked while the sweep runs."""
+    hold the sweep or search to resume); it is locked while the sweep runs."""
 
     def __init__(self) -> None:
         self.lock: Lock | None = None
@@ -387,12 +392,12 @@ class SweepDirCheck(Callback):
                 if LOCK_FILE in entries and lock_held(sweep_dir / LOCK_FILE):
                     raise RunDirectoryInUse(locked_message(sweep_dir, "sweep directory"))
                 entries.discard(LOCK_FILE)  # left by a process that ended: it locks nothing
-                resuming = resume_mode(config) in ("auto", "must") and "multirun.yaml" in entries
-                if entries and not resuming:
-                    held = "already holds a sweep" if "multirun.yaml" in entries else "holds files that are not a zoo sweep"
+                sweep = any(marker in entries for marker in SWEEP_MARKERS)
+                if entries and not (sweep and resume_mode(config) in ("auto", "must")):
+                    held = "already holds a sweep" if sweep else "holds files that are not a zoo sweep"
                     raise ForeignDirectory(f"sweep directory {sweep_dir} {held} ({_listing(entries)}); "
                                            "choose a new or empty folder for hydra.sweep.dir (or resume_mode=auto "
-                                           "to finish that sweep's jobs)")
+                                           "to finish that sweep's jobs or search)")
             sweep_dir.mkdir(parents=True, exist_ok=True)
             self.lock = Lock(sweep_dir, "sweep directory")
         except RunDirRefused as error:

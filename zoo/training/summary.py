@@ -34,9 +34,10 @@ def peak_memory_mb(device: torch.device) -> float:
 
 def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpoint: Any, throughput: Any,
                   train_seconds: float) -> dict:
-    """What the run measured. ``test`` holds every metric's score with its direction and signature;
-    ``best_val`` is the monitored metric's best validation score (the one that chose the checkpoint);
-    ``latency_ms`` the median milliseconds to decode one test item alone, greedy and beam."""
+    """What the run measured. ``test`` holds every metric's score with its direction and signature (empty, and
+    ``tested`` false, when ``test=false`` kept the test split unseen); ``best_val`` is the monitored metric's best
+    validation score (the one that chose the checkpoint); ``latency_ms`` the median milliseconds to decode one
+    test item alone, greedy and beam."""
     suite = module.metrics
     test = module.results.get("test")
     # Lightning hands the model back on the CPU after testing: latency is measured, and the
@@ -46,6 +47,7 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
     described = suite.describe()
     items = test["items"] if test else []
     return {
+        "tested": bool(cfg.test),
         "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},
         "breakdowns": task.breakdowns(test["items"], test["hypotheses"]) if test else {},
         "best_val": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
@@ -107,6 +109,10 @@ def print_result(summary: dict, run_dir: Path) -> None:
     rows = [("model", model)]
     rows += [(f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
              for name, entry in summary["test"].items()]
+    if not summary["tested"]:
+        best = summary["best_val"]
+        rows += [(f"best val {summary['monitor']}", f"{best:.2f}" if best is not None else "n/a"),
+                 ("test", "not run (test=false)")]
     rows += [
         ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
         ("train time", f"{summary['train_seconds']:.1f} s"),

@@ -1,0 +1,182 @@
+"""Equal-budget search (zoo.search): a 2-family x 3-trial search in real subprocesses, stopped by Ctrl-C after
+its first trial and resumed; failed trials; every shipped search preset; the expected-best-of-n math."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import ROOT, TINY, run_zoo
+from zoo.report.runs import find_runs
+from zoo.search import STUDY_FILE
+from zoo.search.expected_max import expected_best
+from zoo.search.report import expected_best_figure, format_search, search_families, search_record
+from zoo.search.space import flat_space, read_space
+from zoo.search.sweeper import Search
+
+# Two families (one study per encoder) of 3 trials, each over the GRU preset's space less the widths TINY fixes,
+# and the best trial of each run again with one seed.
+SEARCH = ["-m", "hydra/sweeper=optuna", "encoder=gru,lstm", "search=gru", *TINY,
+          "hydra.sweeper.trials=3", "hydra.sweeper.reseed=[1]"]
+FAMILIES = ("encoder=gru", "encoder=lstm")
+
+
+def trial_states(sweep: Path) -> dict[str, list[str]]:
+    storage = f"sqlite:///{sweep / STUDY_FILE}"
+    return {name: [t.state.name for t in optuna.load_study(study_name=name, storage=storage).trials]
+            for name in optuna.get_all_study_names(storage)}
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory) -> dict:
+    """The search, stopped with SIGINT once its second trial has started, then resumed with resume_mode=auto."""
+    work = tmp_path_factory.mktemp("search")
+    sweep = work / "sweep"
+    command = [sys.executable, "-m", "zoo.cli", "train", *SEARCH, f"hydra.sweep.dir={sweep}"]
+    first = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "WANDB_MODE": "offline"})
+    deadline = time.monotonic() + 120
+    while not (sweep / "1" / "summary.json").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    _, stopped_stderr = first.communicate(timeout=120)
+    before = {"states": trial_states(sweep), "mtime": (sweep / "0" / "summary.json").stat().st_mtime_ns}
+    proc = run_zoo("train", *SEARCH, f"hydra.sweep.dir={sweep}", "resume_mode=auto", cwd=work)
+    return {"sweep": sweep, "stopped": (first.returncode, stopped_stderr), "before": before, "proc": proc}
+
+
+def test_a_stopped_search_resumes_to_its_budget(resumed):
+    returncode, stderr = resumed["stopped"]
+    assert returncode == 130 and "resume_mode=auto" in stderr, stderr[-2000:]
+    before = resumed["before"]
+    assert before["states"] == {"encoder=gru": ["COMPLETE", "RUNNING"]}, "stopped during the second trial"
+    sweep = resumed["sweep"]
+    assert (sweep / "0" / "summary.json").stat().st_mtime_ns == before["mtime"], "a finished trial ran again"
+    assert trial_states(sweep) == {family: ["COMPLETE"] * 3 for family in FAMILIES}
+    families = search_families(find_runs([sweep]))
+    assert [family.label for family in families] == list(FAMILIES)
+    assert all(len(family.scores) == 3 and family.failed == 0 for family in families)
+
+
+def test_trials_never_see_the_test_split(resumed):
+    runs = [run for run in find_runs([resumed["sweep"]]) if run.status == "finished"]
+    trials = [run for run in runs if search_record(run).role == "trial"]
+    assert len(trials) == 6
+    for run in trials:
+        assert run.summary["tested"] is False and run.summary["test"] == {} and "test=false" in run.summary["overrides"]
+        assert run.summary["best_val"] is not None and not (run.path / "test_items.jsonl").exists()
+
+
+def test_the_best_trial_runs_again_with_the_test_split(resumed):
+    runs = find_runs([resumed["sweep"]])
+    for family in search_families(runs):
+        (reseed,) = family.reseeds
+        best = family.trials[family.best_trial]
+        assert search_record(reseed).trial == family.best_trial and reseed.summary["seed"] == 1
+        assert reseed.summary["tested"] and "bleu" in reseed.summary["test"]
+        assert (reseed.path / "test_items.jsonl").is_file()
+        assert reseed.summary["config_key"] == best.summary["config_key"], "a trial and its re-runs: one configuration"
+        assert family.test.n == 1 and family.test.mean == reseed.score("bleu")
+        assert set(family.best_params) == set(flat_space(OmegaConf.load(best.path / "config.yaml").search.space))
+    text = resumed["proc"].stdout
+    assert "expected best validation score" in text and all(family in text for family in FAMILIES)
+    assert "test bleu over 1 seed(s)" in format_search(search_families(runs), markdown=True)
+    figure = expected_best_figure(search_families(runs))
+    assert len(figure.data) == 4 and figure.layout.xaxis.title.text == "trials (n)"
+
+
+def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = run_zoo("train", "-m", "hydra/sweeper=optuna", "decoder.dropout=1.5,0.1", "search=gru", *TINY,
+                   "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+                   check=False)
+    assert proc.returncode == 1 and "2 job(s) of the sweep failed" in proc.stderr
+    assert trial_states(sweep) == {"decoder.dropout=1.5": ["FAIL", "FAIL"], "decoder.dropout=0.1": ["COMPLETE"] * 2}
+    failed = json.loads((sweep / "0" / "summary.json").read_text())
+    assert failed["status"] == "failed" and "dropout" in failed["reason"]
+    (bad, good) = search_families(find_runs([sweep]))
+    assert (bad.failed, len(bad.trials), good.failed, len(good.trials)) == (2, 0, 0, 2)
+    assert "no trial finished" in format_search([bad, good])
+
+
+def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):
+    proc = run_zoo("train", "-m", "hydra/sweeper=optuna", "encoder=gru,lstm", f"hydra.sweep.dir={tmp_path / 's'}",
+                   cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "study 'encoder=gru' has no search space" in proc.stderr and not (tmp_path / "s").exists()
+
+
+def test_without_optuna_the_sweeper_names_the_extra(monkeypatch):
+    import importlib.util
+
+    from zoo.training import entry
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else real(name, *a))
+    with pytest.raises(entry.CompositionError, match=r"pip install 'zoo\[search\]'"):
+        entry.check_sweeper(["-m", "hydra/sweeper=optuna", "search=gru"])
+
+
+# What each preset's family is where its model= recipe (conf/model) does not exist.
+FAMILY_OVERRIDES = {
+    "gru": ["encoder=gru"], "lstm": ["encoder=lstm", "decoder.cell=lstm"], "rnn": ["encoder=rnn", "decoder.cell=rnn"],
+    "transformer": ["encoder=transformer", "decoder=transformer", "attention=scaled_dot"],
+    "transformer_encoder": ["encoder=transformer"], "esn": ["encoder=esn"], "elm": ["encoder=elm"],
+}
+PRESETS = sorted(path.stem for path in (ROOT / "conf" / "search").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_search_preset_names_valid_ranges_of_its_family(name):
+    """The preset reads as ranges of settings its family has, and both ends of every range pass validation."""
+    from zoo.config.validate import validate
+    from zoo.registry.discovery import discover
+    from zoo.search.space import as_overrides
+    from zoo.training.entry import compose_config
+
+    discover()
+    recipe = ROOT / "conf" / "model" / f"{name}.yaml"
+    family = [*([f"model={name}"] if recipe.exists() else FAMILY_OVERRIDES[name]), f"search={name}"]
+    space = read_space(compose_config(family), name)
+    for end in ("low", "high"):
+        values = {key: d.choices[0 if end == "low" else -1] if hasattr(d, "choices") else getattr(d, end)
+                  for key, d in space.items()}
+        validate(compose_config([*family, *as_overrides(values)]))
+
+
+def test_expected_best_against_a_hand_computed_case():
+    """Scores 1, 2, 3: E[max of 2] = (1*1 + 2*3 + 3*5)/9, E[max of 3] = (1 + 2*7 + 3*19)/27, with variances."""
+    curve = expected_best([3.0, 1.0, 2.0])
+    expected = [(2.0, 2 / 3), (22 / 9, 38 / 81), (8 / 3, 8 / 27)]
+    for point, (mean, variance) in zip(curve, expected, strict=True):
+        assert point.mean == pytest.approx(mean) and point.variance == pytest.approx(variance)
+    lowest = expected_best([3.0, 1.0, 2.0], higher_is_better=False)
+    assert [p.mean for p in lowest] == pytest.approx([2.0, 14 / 9, 4 / 3])
+    assert [p.variance for p in lowest] == pytest.approx([v for _, v in expected])
+
+
+def test_expected_best_runs_from_the_mean_towards_the_best():
+    """n = 1 is the mean; the curve never falls; with draws with replacement, n = N stays below the best score
+    (one draw in N may miss it) and reaches it only as n grows, or when every score is the same."""
+    scores = [52.0, 48.5, 61.2, 55.0, 49.9]
+    curve = expected_best(scores, up_to=400)
+    assert curve[0].mean == pytest.approx(sum(scores) / 5) and curve[0].std == pytest.approx(statistics.pstdev(scores))
+    assert all(a.mean <= b.mean + 1e-9 for a, b in zip(curve, curve[1:]))
+    assert curve[4].mean < max(scores) and curve[-1].mean == pytest.approx(max(scores)) and curve[-1].std < 1e-6
+    assert [p.mean for p in expected_best([7.0] * 4)] == [7.0] * 4 and expected_best([]) == []
+
+
+def test_the_budget_counts_trials_or_minutes():
+    assert Search().budget_left(5, 1e9) == 15, "20 trials when no budget is given"
+    assert Search(trials=3, minutes=1).budget_left(1, 59) == 2 and Search(trials=3, minutes=1).budget_left(1, 60) == 0
+    assert Search(minutes=1).budget_left(100, 30) == math.inf

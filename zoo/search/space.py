@@ -1,0 +1,159 @@
+"""What a search tunes: ``search.space`` maps config keys to ranges, read into Optuna distributions.
+
+A range is written in Hydra's override grammar, as hydra-optuna-sweeper reads its ``params``:
+``interval(LOW, HIGH)`` (floats; ``int(interval(...))`` integers; ``tag(log, ...)`` a log scale),
+``choice(A, B, ...)`` and ``range(START, STOP, STEP)``. A family's ranges ship as a preset of the
+``search`` group (``conf/search/gru.yaml``), which its ``model`` recipe selects.
+
+A search's command line is a grid of studies: each combination of its comma lists (``model=gru,lstm``)
+is one study with its own budget, named by the combination (``model=gru``); the other overrides are
+every job's. A key the command line sets is fixed, not tuned.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Callable, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.errors import ZooError
+
+#: The forms a range may take, for the messages.
+FORMS = ("interval(LOW, HIGH) (int(interval(...)) for integers, tag(log, interval(...)) for a log scale), "
+         "choice(A, B, ...) or range(START, STOP, STEP)")
+#: A study's name when the command line has no comma list: the search has one study.
+SINGLE_STUDY = "search"
+
+
+class SearchError(ZooError, ValueError):
+    """A search that cannot start: no space for a study, a range that is not one, a key the config lacks."""
+
+
+def grid(arguments: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Every job's overrides, and the combinations of the comma lists: one study each (``[[]]``: one study)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    base: list[str] = []
+    lists: list[list[str]] = []
+    for override in OverridesParser.create().parse_overrides(arguments):
+        if override.is_discrete_sweep():
+            lists.append([f"{override.get_key_element()}={value}" for value in override.sweep_string_iterator()])
+        elif override.is_sweep_override():
+            raise SearchError(f"{override.input_line}: a search reads its ranges from search.space, and comma lists "
+                              "on its command line make one study per value; give a range there as quoted text, "
+                              "e.g. 'search.space.optim.lr=\"tag(log, interval(1e-4, 1e-2))\"'")
+        else:
+            base.append(override.input_line)
+    return base, [list(combination) for combination in itertools.product(*lists)]
+
+
+def study_name(combination: list[str]) -> str:
+    """The study of one combination of the comma lists: the combination as written (``model=gru``)."""
+    return " ".join(combination) or SINGLE_STUDY
+
+
+def fixed_keys(overrides: list[str]) -> set[str]:
+    """The config keys an override list sets (``optim.lr=0.001`` -> ``optim.lr``): fixed, not tuned."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return {o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)}
+
+
+def flat_space(space: Any, prefix: str = "") -> dict[str, str]:
+    """``search.space`` as config keys and range texts: nested (``optim: {lr: ...}``, which the command line can
+    override as ``search.space.optim.lr=...``) or dotted (``optim.lr: ...``)."""
+    if not isinstance(space, DictConfig):
+        return {prefix[:-1]: str(space)} if prefix else {}
+    flat: dict[str, str] = {}
+    for key, value in space.items_ex(resolve=False):
+        flat.update(flat_space(value, f"{prefix}{key}."))
+    return flat
+
+
+def read_space(cfg: DictConfig, study: str, fixed: set[str] = frozenset()) -> dict[str, Any]:
+    """The Optuna distributions of ``cfg.search.space`` without the ``fixed`` keys, each key checked to be a
+    setting (or a config group) of ``cfg``; a study with nothing to tune is a :class:`SearchError`."""
+    space = flat_space(OmegaConf.select(cfg, "search.space"))
+    if not space:
+        raise SearchError(f"study '{study}' has no search space: choose one with search=FAMILY (conf/search: "
+                          f"{', '.join(presets()) or 'none'}), or a model= recipe that selects one")
+    distributions = {}
+    for key, text in space.items():
+        if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
+            raise SearchError(f"search.space of study '{study}' names {key}, which is not a setting of the config "
+                              "(zoo train --cfg job shows them)")
+        if key not in fixed:
+            distributions[key] = distribution(key, text)
+    if not distributions:
+        raise SearchError(f"study '{study}': the command line fixes every key of search.space; nothing is left to tune")
+    return distributions
+
+
+_ABSENT = object()
+
+
+def distribution(key: str, text: str) -> Any:
+    """One range as an Optuna distribution; anything else is a :class:`SearchError` naming the forms."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
+    from hydra.errors import HydraException
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    wrong = SearchError(f"search.space.{key}={text} is not a range: write {FORMS}")
+    try:
+        value = OverridesParser.create().parse_override(f"{key}={text}").value()
+    except HydraException:
+        raise wrong from None
+    if isinstance(value, IntervalSweep):
+        log = "log" in value.tags
+        if (log and value.start <= 0) or value.start >= value.end:
+            raise SearchError(f"search.space.{key}={text}: LOW must be below HIGH" + (" and above 0" if log else ""))
+        if isinstance(value.start, int) and isinstance(value.end, int):
+            return IntDistribution(value.start, value.end, log=log)
+        return FloatDistribution(float(value.start), float(value.end), log=log)
+    if isinstance(value, RangeSweep):
+        values = [value.start + k * value.step for k in range(max(0, int((value.stop - value.start) / value.step)))]
+        if not values:
+            raise SearchError(f"search.space.{key}={text} holds no value")
+        if all(isinstance(v, int) for v in (value.start, value.step)):
+            return IntDistribution(min(values), max(values), step=abs(value.step))
+        return CategoricalDistribution(values)
+    if isinstance(value, ChoiceSweep) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value.list):
+        return CategoricalDistribution(list(value.list))
+    raise wrong
+
+
+def as_overrides(params: Mapping[str, Any]) -> list[str]:
+    """A trial's values as overrides (``optim.lr=0.0012``), in the space's order."""
+    return [f"{key}={override_value(value)}" for key, value in params.items()]
+
+
+def override_value(value: Any) -> str:
+    """``value`` as Hydra's grammar reads it back: true/false/null, numbers, plain or quoted text."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return value if re.fullmatch(r"[\w.\-/]+", value) else quoted(value)
+
+
+def quoted(text: str) -> str:
+    """``text`` as one quoted string of Hydra's grammar (a study name holds ``=`` and spaces)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def presets() -> list[str]:
+    """The ``search`` presets zoo ships (conf/search)."""
+    from importlib.resources import files
+
+    return sorted(p.name[:-5] for p in files("zoo.conf").joinpath("search").iterdir() if p.name.endswith(".yaml"))
+
+
+def check_spaces(arguments: list[str], compose: Callable[[list[str]], DictConfig]) -> None:
+    """Compose every study of a search's command line and read its space: a study without one, a range that is
+    not one or a key the config lacks is one line before anything starts (``compose``: the entry's composer)."""
+    task = [a for a in arguments if not a.startswith("-") and not a.lstrip("+~").startswith("hydra")]
+    base, combinations = grid(task)
+    for combination in combinations:
+        read_space(compose([*base, *combination]), study_name(combination), fixed_keys(base))

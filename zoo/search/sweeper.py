@@ -1,0 +1,274 @@
+"""The search behind ``hydra/sweeper=optuna``: one Optuna study per family, equal budgets, resumable.
+
+Each study (one combination of the command line's comma lists; :mod:`zoo.search.space`) asks Optuna
+(Akiba et al., 2019) for trials through its ask/tell interface, so Hydra's launcher runs them as ordinary
+zoo jobs, until its budget is spent: ``trials`` done (completed or failed) or ``minutes`` of its jobs' wall
+time (a trial under way then finishes). A trial runs with ``test=false``, so no search ever sees the test
+split, and its objective is the monitored metric's best validation score
+(:func:`zoo.training.entry.train_job`). A trial that fails is told to Optuna as failed and the search goes
+on. Then the study's best trial runs again once per seed of ``reseed``, with the test split: ordinary runs
+that ``zoo compare`` groups as one configuration (``search`` and ``test`` stay out of the ``config_key``).
+
+Every study lives in :data:`zoo.search.STUDY_FILE` (SQLite) in the sweep directory, which also keeps the job
+number (the job's subdirectory) of every trial and re-run. The same command with ``hydra.sweep.dir=S
+resume_mode=auto`` therefore resumes a search: finished trials stay as they are, a trial that was running
+runs again with its values in its own directory (continued from its ``last.ckpt``; in a new directory when it
+stopped before its first checkpoint), and the budget counts what is done. Each job records its place in the
+search as overrides outside the ``config_key`` (``+search.study``, ``+search.trial``, ``+search.role``,
+``+search.direction``), which :mod:`zoo.search.report` reads back.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from zoo.errors import ZooError, one_line_reason, report
+from zoo.search import STUDY_FILE
+from zoo.search.space import (SearchError, as_overrides, fixed_keys, grid, quoted, read_space,
+                              study_name)
+
+log = logging.getLogger("zoo.search")
+
+#: The budget when neither ``trials`` nor ``minutes`` is given.
+DEFAULT_TRIALS = 20
+SAMPLERS = ("tpe", "random")
+
+
+@dataclass
+class Study:
+    """What one study searches: its name, every job's overrides, the space and the monitored metric's direction."""
+
+    name: str
+    overrides: list[str]
+    space: dict[str, Any]
+    monitor: str
+    direction: str  # maximize | minimize (Optuna's words)
+
+
+class Search:
+    """Runs a search's studies one after the other through Hydra's launcher (see the module's text).
+
+    The Hydra plugin ``hydra_plugins.zoo_optuna_sweeper`` holds one and hands it ``setup`` and ``sweep``.
+    """
+
+    def __init__(self, trials: int | None = None, minutes: float | None = None, reseed: list[int] | None = None,
+                 sampler: str = "tpe", seed: int = 0, n_jobs: int = 1, storage: str | None = None) -> None:
+        self.trials = DEFAULT_TRIALS if trials is None and minutes is None else trials
+        self.minutes, self.reseed = minutes, [int(s) for s in (reseed or [])]
+        self.sampler_name, self.seed, self.n_jobs, self.storage_url = str(sampler), seed, n_jobs, storage
+
+    def check(self) -> None:
+        """Refuse settings out of range (a :class:`SearchError` naming each)."""
+        problems = [f"hydra.sweeper.{name}={value} must be {rule}" for name, value, rule, ok in (
+            ("trials", self.trials, ">= 1, or null with minutes", self.trials is None or self.trials >= 1),
+            ("minutes", self.minutes, "> 0, or null with trials", self.minutes is None or self.minutes > 0),
+            ("n_jobs", self.n_jobs, ">= 1", self.n_jobs >= 1),
+            ("sampler", self.sampler_name, f"one of {', '.join(SAMPLERS)}", self.sampler_name in SAMPLERS)) if not ok]
+        if problems:
+            raise SearchError("; ".join(problems))
+
+    def setup(self, *, hydra_context: Any, task_function: Any, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context, self.config = hydra_context, config
+        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
+                                                                task_function=task_function, config=config)
+
+    def sweep(self, arguments: list[str]) -> None:
+        """Run every study of the command line (``arguments``: its overrides), then print what they found.
+
+        A study that cannot start is one line before any job runs. A stop (Ctrl-C, SIGTERM) leaves the
+        storage as it was and says how to continue.
+        """
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        try:
+            self.check()
+            base, combinations = grid(arguments)
+            studies = [self.study(base, combination) for combination in combinations]
+        except ZooError as error:
+            report(error)
+            raise SystemExit(1)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as Hydra's sweepers do: the sweep's own config
+        self.storage = optuna.storages.RDBStorage(self.storage_url or f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}")
+        self.next_job = 1 + max(used_jobs(self.storage), default=-1)
+        continue_with = f"the same command with hydra.sweep.dir={sweep_dir} resume_mode=auto"
+        try:
+            for study in studies:
+                self.run(study)
+        except KeyboardInterrupt:
+            print(f"zoo: the search stopped; continue it with {continue_with}", file=sys.stderr)
+            raise SystemExit(130) from None
+        except BaseException as stop:
+            if not isinstance(stop, Exception):  # a signal stopped a trial: zoo.training.entry.main says how to go on
+                stop.continue_with = continue_with
+            raise
+        from zoo.report.runs import find_runs
+        from zoo.search.report import format_search, search_families
+
+        print("\n" + format_search(search_families(find_runs([sweep_dir]))))
+
+    def study(self, base: list[str], combination: list[str]) -> Study:
+        """Compose one combination and read its space and monitored metric (a :class:`SearchError` if it has none)."""
+        from zoo.training.evaluation import MetricSuite
+
+        name, overrides = study_name(combination), [*base, *combination]
+        cfg = self.compose(overrides)
+        metrics = MetricSuite(cfg)
+        return Study(name, overrides, read_space(cfg, name, fixed_keys(overrides)), metrics.monitor,
+                     "maximize" if metrics.mode == "max" else "minimize")
+
+    def compose(self, overrides: list[str]) -> DictConfig:
+        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+
+    def run(self, study: Study) -> None:
+        """Ask, launch and tell until the study's budget is spent, then re-run its best trial with each seed."""
+        import optuna
+        from optuna.trial import TrialState
+
+        stored = optuna.create_study(storage=self.storage, study_name=study.name, direction=study.direction,
+                                     load_if_exists=True)
+        if stored.direction.name.lower() != study.direction:
+            raise SearchError(f"study {study.name} in {STUDY_FILE} was made to {stored.direction.name.lower()} its "
+                              f"metric, not {study.direction} {study.monitor}; choose a new hydra.sweep.dir")
+        stored.sampler = self.make_sampler(len(stored.trials))  # a resumed study draws new values, not its first ones
+        # Trials left running by a search that stopped (the sweep directory's lock says that none runs now).
+        pending = [(t.number, t.params) for t in stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
+        spent = float(stored.user_attrs.get("seconds", 0.0))
+        while True:
+            if pending:
+                batch, pending = pending[:self.n_jobs], pending[self.n_jobs:]
+            else:
+                done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+                left = self.budget_left(done, spent)
+                if left <= 0:
+                    break
+                batch = [(trial.number, trial.params) for trial in
+                         (stored.ask(study.space) for _ in range(min(self.n_jobs, left)))]
+            started = time.monotonic()
+            values = self.launch(stored, [(f"trial/{number}", self.job(study, params, "trial", number))
+                                          for number, params in batch])
+            spent += time.monotonic() - started
+            stored.set_user_attr("seconds", round(spent, 1))
+            for (number, _), value in zip(batch, values):
+                stored.tell(number, value, state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
+                best = stored.best_trial if value is not None else None
+                log.info("%s: trial %d %s", study.name, number, "failed; the search goes on" if best is None else
+                         f"val {study.monitor} {value:.2f} (best {best.value:.2f}, trial {best.number})")
+        self.reseed_best(study, stored)
+
+    def budget_left(self, done: int, seconds: float) -> float:
+        """How many trials may still start: none once ``minutes`` have passed, else what ``trials`` leaves."""
+        if self.minutes is not None and seconds >= 60 * self.minutes:
+            return 0
+        return math.inf if self.trials is None else self.trials - done
+
+    def reseed_best(self, study: Study, stored: Any) -> None:
+        """The best trial on validation, run again once per seed with the test split."""
+        from optuna.trial import TrialState
+
+        if not self.reseed:
+            return
+        if not stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            log.warning("%s: no trial finished, so none is run again with other seeds", study.name)
+            return
+        best = stored.best_trial
+        self.launch(stored, [(f"reseed/{best.number}/{seed}", self.job(study, best.params, "reseed", best.number, seed))
+                             for seed in self.reseed])
+
+    def job(self, study: Study, params: dict, role: str, trial: int, seed: int | None = None) -> list[str]:
+        """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record."""
+        replaced = {"test"} | ({"seed"} if seed is not None else set())
+        kept = [o for o, key in zip(study.overrides, ordered_keys(study.overrides)) if key not in replaced]
+        record = [f"+search.study={quoted(study.name)}", f"+search.trial={trial}", f"+search.role={role}",
+                  f"+search.direction={study.direction}"]
+        return [*kept, *as_overrides(params), f"test={str(role != 'trial').lower()}",
+                *([f"seed={seed}"] if seed is not None else []), *record]
+
+    def launch(self, stored: Any, jobs: list[tuple[str, list[str]]]) -> list[float | None]:
+        """Run ``jobs`` (the study's key for each job's number, its overrides) and return each one's objective
+        (None: failed). A job keeps its number, so its directory, while that directory can be resumed."""
+        results: dict[str, float | None] = {}
+        numbered: list[tuple[int, str, list[str]]] = []
+        for key, overrides in jobs:
+            try:
+                cfg = self.compose(overrides)
+            except Exception as error:  # a value the config refuses (its type): this trial fails, the search goes on
+                print(f"zoo: error: {key.replace('/', ' ')} of study {stored.study_name} does not compose "
+                      f"({one_line_reason(error)}); it fails, the search goes on", file=sys.stderr)
+                results[key] = None
+                continue
+            numbered.append((self.job_number(stored, key, cfg), key, overrides))
+        numbered.sort()
+        while numbered:  # the launcher numbers a batch's jobs from its first: one batch per run of numbers
+            size = next((k for k in range(1, len(numbered)) if numbered[k][0] != numbered[0][0] + k), len(numbered))
+            batch, numbered = numbered[:size], numbered[size:]
+            returns = self.launcher.launch([overrides for _, _, overrides in batch], initial_job_idx=batch[0][0])
+            results.update((key, objective(ret)) for (_, key, _), ret in zip(batch, returns))
+        return [results[key] for key, _ in jobs]
+
+    def job_number(self, stored: Any, key: str, cfg: DictConfig) -> int:
+        """The job number recorded for ``key`` when its directory can still be resumed, else a new one."""
+        from zoo.training.rundir import RunDirRefused, check_run_dir
+
+        attr = f"job/{key}"
+        number = stored.user_attrs.get(attr)
+        if number is not None:
+            try:
+                check_run_dir(job_dir(cfg, number), resume_mode="auto")
+                return number
+            except RunDirRefused:  # it stopped before its first checkpoint: a new directory
+                pass
+        number, self.next_job = self.next_job, self.next_job + 1
+        stored.set_user_attr(attr, number)
+        return number
+
+    def make_sampler(self, offset: int) -> Any:
+        import optuna
+
+        seed = self.seed + offset
+        if self.sampler_name == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        return optuna.samplers.TPESampler(seed=seed)
+
+
+def ordered_keys(overrides: list[str]) -> list[str]:
+    """Each override's key (``+search.x=1`` -> ``search.x``), in order."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return [o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)]
+
+
+def job_dir(cfg: DictConfig, number: int) -> Path:
+    """Where job ``number`` of this composition runs: the sweep directory and its subdirectory pattern."""
+    with open_dict(cfg):
+        cfg.hydra.job.num, cfg.hydra.job.id = number, str(number)
+    return Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+
+
+def objective(ret: Any) -> float | None:
+    """A job's return value when it is a finite number (zoo's job returns None when it failed)."""
+    try:
+        value = ret.return_value  # re-raises an error the job did not catch itself
+    except Exception:
+        return None
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def used_jobs(storage: Any) -> list[int]:
+    """Every job number the storage's studies hold: a resumed search numbers its new jobs after them."""
+    import optuna
+
+    return [number for name in optuna.get_all_study_names(storage)
+            for key, number in optuna.load_study(study_name=name, storage=storage).user_attrs.items()
+            if key.startswith("job/")]
