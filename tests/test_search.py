@@ -95,6 +95,16 @@ def test_the_best_trial_runs_again_with_the_test_split(resumed):
     assert len(figure.data) == 4 and figure.layout.xaxis.title.text == "trials (n)"
 
 
+def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resumed, tmp_path):
+    report = tmp_path / "report.html"
+    proc = run_zoo("compare", str(resumed["sweep"]), "--format", "markdown", "--html", str(report), cwd=tmp_path)
+    assert proc.stdout.startswith("expected best validation score after n trials")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| encoder=") and "finished" in line]
+    assert len(rows) == 2 and all(row.split(" | ")[1] == "1" for row in rows), "a row holds the re-run, no trial"
+    page = report.read_text()
+    assert "Search: expected best validation score after n trials" in page and "trials (n)" in page
+
+
 def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_zoo("train", "-m", "hydra/sweeper=optuna", "decoder.dropout=1.5,0.1", "search=gru", *TINY,

@@ -17,6 +17,7 @@ from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, group_runs
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
+from zoo.search.report import format_search, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
@@ -233,10 +234,18 @@ def comparable_sets(runs: list[Run]) -> list[tuple[str, list[Run]]]:
     return described
 
 
-def leaderboards(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None,
+def is_trial(run: Run) -> bool:
+    """A search's trial: scored on validation only (the test split stays unseen), so it has no leaderboard row;
+    its family's expected-best curve shows it (:mod:`zoo.search.report`)."""
+    record = search_record(run)
+    return record is not None and record.role == "trial"
+
+
+def leaderboards(runs: list[Run], by: list[str] | None = None, sort: str | None = None,
                  baseline: str | None = None) -> list[tuple[str, Leaderboard]]:
-    """One leaderboard per set of comparable runs under ``paths`` (with a note saying how it differs)."""
-    runs = find_runs(paths)
+    """One leaderboard per set of comparable runs (with a note saying how it differs); a search's trials
+    are left to its curves."""
+    runs = [run for run in runs if not is_trial(run)]
     usable = [run for run in runs if run.status not in ("old", "unreadable")]
     if usable and by:
         check_settings(usable, by)
@@ -250,13 +259,19 @@ def leaderboards(paths: list[str | Path], by: list[str] | None = None, sort: str
 
 def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
             baseline: str | None = None) -> str:
-    """The leaderboards of every run under ``paths`` as text."""
-    boards = leaderboards(paths, by, sort, baseline)
-    if not any(board.runs or board.skipped for _, board in boards):
+    """The leaderboards of every run under ``paths`` as text; as a table or Markdown, a search's expected best
+    validation score against the number of trials comes first."""
+    runs = find_runs(paths)
+    boards = leaderboards(runs, by, sort, baseline)
+    families = search_families(runs)
+    if not families and not any(board.runs or board.skipped for _, board in boards):
         raise RunsNotFound(f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)")
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
-    return "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards)
+    text = "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards
+                       if board.runs or board.skipped or not families)
+    search = format_search(families, markdown=fmt == "markdown") if fmt in ("table", "markdown") else ""
+    return "\n".join(part for part in (search, text) if part)
 
 
 def write_report(paths: list[str | Path], out: str | Path, by: list[str] | None = None, sort: str | None = None,
@@ -268,7 +283,9 @@ def write_report(paths: list[str | Path], out: str | Path, by: list[str] | None 
         raise CompareError(f"the HTML report needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
 
     out = Path(out)
-    page = render(leaderboards(paths, by, sort, baseline), f"zoo compare: {', '.join(map(str, paths))}", out)
+    runs = find_runs(paths)
+    page = render(leaderboards(runs, by, sort, baseline), f"zoo compare: {', '.join(map(str, paths))}", out,
+                  families=search_families(runs))
     partial = out.with_name(f".{out.name}.tmp")
     partial.write_text(page)
     partial.replace(out)

@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 from zoo.report.aggregate import Group, Stat
 from zoo.report.compare import Leaderboard
 from zoo.report.stats import read_items
+from zoo.search.report import Family, expected_best_figure, format_search
 
 #: Sample outputs shown side by side, and attention pictures shown per run.
 SAMPLES = 8
@@ -209,9 +210,21 @@ def in_progress(board: Leaderboard) -> str:
     return "<h2>Running</h2>" + _table(["configuration", "run", "progress", "step", "latest validation"], rows, "running")
 
 
-def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refresh_seconds: int = 0) -> str:
-    """The whole page for one or more sets of comparable runs."""
-    sections = []
+def search_curves(families: list[Family]) -> list[str]:
+    """A search's section: each family's expected best validation score against the number of trials (Dodge et
+    al., 2019), the table of the same numbers, and each family's best trial with its re-seeded test score."""
+    if not families:
+        return []
+    return ["<h2>Search: expected best validation score after n trials</h2>", _figure(expected_best_figure(families)),
+            f"<pre>{html.escape(format_search(families))}</pre>",
+            '<p class="note">A curve still rising at its last trial says the family was not tuned to its best with '
+            "this budget; curves that cross say the ranking depends on the budget.</p>"]
+
+
+def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refresh_seconds: int = 0,
+           families: list[Family] | None = None) -> str:
+    """The whole page for one or more sets of comparable runs, and the searches among them (``families``)."""
+    sections = search_curves(families or [])
     for note, board in boards:
         if note:
             sections.append(f"<h2>{html.escape(note)}</h2>")

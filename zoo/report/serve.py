@@ -12,6 +12,8 @@ from pathlib import Path
 
 from zoo.report.compare import leaderboards
 from zoo.report.html import render
+from zoo.report.runs import find_runs
+from zoo.search.report import search_families
 
 
 class ReportHandler(BaseHTTPRequestHandler):
@@ -26,8 +28,9 @@ class ReportHandler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/":
             self.send_error(404, "only / is served")
             return
-        page = render(leaderboards(self.paths), f"zoo dashboard: {', '.join(self.paths)}", Path.cwd() / "dashboard",
-                      refresh_seconds=self.refresh).encode()
+        runs = find_runs(self.paths)
+        page = render(leaderboards(runs), f"zoo dashboard: {', '.join(self.paths)}", Path.cwd() / "dashboard",
+                      refresh_seconds=self.refresh, families=search_families(runs)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
