@@ -59,7 +59,7 @@ class Search:
     """
 
     def __init__(self, trials: int | None = None, minutes: float | None = None, reseed: list[int] | None = None,
-                 sampler: str = "tpe", seed: int = 0, n_jobs: int = 1, storage: str | None = None) -> None:
+                 sampler: str = "random", seed: int = 0, n_jobs: int = 1, storage: str | None = None) -> None:
         self.trials = DEFAULT_TRIALS if trials is None and minutes is None else trials
         self.minutes, self.reseed = minutes, [int(s) for s in (reseed or [])]
         self.sampler_name, self.seed, self.n_jobs, self.storage_url = str(sampler), seed, n_jobs, storage
