@@ -96,6 +96,9 @@ def shrinking_overrides(preset: dict) -> list[str]:
     """Overrides that make ``preset`` take seconds without changing what it compares."""
     chosen = chosen_groups(preset)
     touched = set(chosen) | set(preset) | set(sweep_params(preset))
+    for recipe in sweep_params(preset).get("model", []):  # a swept recipe sets its own components
+        loaded = load_preset(CONF / "model" / f"{recipe}.yaml")
+        touched |= set(chosen_groups(loaded)) | set(loaded)
     choice = DEFAULT_CHOICES | chosen
     if choice["dataset"] not in SMALL_DATA:
         pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
