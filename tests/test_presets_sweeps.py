@@ -11,7 +11,8 @@ import pytest
 from conftest import run_zoo
 from test_presets import CONF, DEFAULT_CHOICES, PRESETS, RECIPES, check_run, load_preset, prepare, sweep_params
 
-SWEEPS = [p for p in PRESETS if sweep_params(load_preset(p))]
+# A preset that sweeps only recipes (and seeds) trains what test_model_recipes_train trains already.
+SWEEPS = [p for p in PRESETS if sweep_params(load_preset(p)) and set(sweep_params(load_preset(p))) - {"model", "seed"}]
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
@@ -55,3 +56,8 @@ def test_model_recipes_train(paths: list[Path], tmp_path: Path):
         for group in ("encoder", "decoder"):  # the recipe's components, at its own settings
             for key, value in recipe.get(group, {}).items():
                 assert config[group][key] == value, f"model={name}: {group}.{key}"
+
+
+def test_compare_families_sweeps_every_recipe_of_the_built_in_data():
+    swept = sweep_params(load_preset(CONF / "experiment" / "compare_families.yaml"))["model"]
+    assert sorted(swept) == sorted(path.stem for path in recipes_by_dataset()["synthetic"])
