@@ -91,3 +91,15 @@ def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
             check_composition(["-m", f"hydra/launcher={launcher}", "seed=1,2"])
         assert str(error.value) == (f"hydra/launcher={launcher} needs the Hydra launcher plugin "
                                     "hydra-submitit-launcher, which is not installed: pip install 'zoo[slurm]'")
+
+
+def test_an_interruption_crosses_process_boundaries():
+    """A joblib worker hands a stopped job's TrainingInterrupted back to the sweep by pickling it."""
+    import pickle
+
+    from zoo.training.callbacks import TrainingInterrupted
+
+    stop = TrainingInterrupted(2, 328, saved=True)
+    stop.run_dir = "multirun/x/2"
+    back = pickle.loads(pickle.dumps(stop))
+    assert (back.signum, back.step, back.saved, back.run_dir, str(back)) == (2, 328, True, "multirun/x/2", str(stop))

@@ -69,6 +69,10 @@ class TrainingInterrupted(BaseException):
         self.signum, self.step, self.saved = signum, step, saved
         super().__init__(f"{signal.Signals(signum).name} at step {step}")
 
+    def __reduce__(self) -> tuple:
+        """Rebuilt from its own arguments (``args`` holds only the message), so a joblib worker can hand it back."""
+        return type(self), (self.signum, self.step, self.saved), self.__dict__
+
     def hand_over(self) -> None:
         """Pass submitit's pre-emption signal on to submitit's own handler, once the run is recorded as interrupted.
 
