@@ -211,3 +211,15 @@ def test_runs_on_another_test_set_or_metric_tokenisation_are_separated(tmp_path)
     assert [sorted(r.path.name for r in runs) for _, runs in sets] == [["a", "d"], ["b"], ["c"]]
     assert "another test set" in sets[1][0] and "metrics computed differently" in sets[2][0]
     assert compare([tmp_path], fmt="markdown").count("| configuration |") == 3
+
+
+def test_recipes_label_their_rows_and_settings_differing_within_one_recipe_follow(tmp_path):
+    """A recipe names everything it sets (model=gru, not its encoder, widths and search space); a setting that
+    differs between runs of one recipe is added."""
+    for k, (model, encoder, lr) in enumerate([("gru", "gru", 0.001), ("gru", "gru", 0.002), ("tf", "transformer", 0.001)]):
+        config = {"encoder": {"name": encoder, "layers": 2 if model == "tf" else 1}, "optim": {"lr": lr}, "seed": 1}
+        write(tmp_path / str(k), {**summary(encoder, {"bleu": 10.0 + k}), "config_key": f"{model}-{lr}",
+                                  "choices": {"experiment": None, "model": model, "search": model, "encoder": encoder}},
+              config)
+    labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
+    assert labels == {"model=gru optim.lr=0.001", "model=gru optim.lr=0.002", "model=tf optim.lr=0.001"}

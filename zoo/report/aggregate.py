@@ -134,6 +134,20 @@ def _differs(key: str, settings: list[dict[str, Any]]) -> bool:
     return any(len(seen) > 1 for seen in values.values())
 
 
+def _deciding(groups: list[str], presets: list[dict[str, Any]]) -> list[str]:
+    """The groups whose choice is not implied by another's: a recipe that selects its search space
+    (``model=gru`` brings ``search=gru``) is named alone. Groups are tried in Hydra's order of choices, which
+    lists the later (higher-level) entries of the defaults list first."""
+    kept: list[str] = []
+    for group in groups:
+        implied: dict[tuple, set[str]] = {}
+        for p in presets:
+            implied.setdefault(tuple(_canonical(p.get(k)) for k in kept), set()).add(_canonical(p.get(group)))
+        if not kept or any(len(values) > 1 for values in implied.values()):
+            kept.append(group)
+    return [group for group in groups if group in kept]
+
+
 def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
     """Each group's ``by`` values; by default the preset choices in which the groups differ (``model=gru``: a
     recipe names all it sets), then every compared setting that differs between groups of the same presets
@@ -143,8 +157,8 @@ def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
     settings = [runs[0].settings for runs in members]
     presets = [{group: choice for group, choice in runs[0].choices.items() if group not in s}
                for runs, s in zip(members, settings)]
-    chosen = [group for group in dict.fromkeys(g for p in presets for g in p)
-              if len({_canonical(p.get(group)) for p in presets}) > 1]
+    chosen = _deciding([group for group in dict.fromkeys(g for p in presets for g in p)
+                        if len({_canonical(p.get(group)) for p in presets}) > 1], presets)
     alike: dict[tuple, list[dict[str, Any]]] = {}  # groups of the same presets
     for p, s in zip(presets, settings):
         alike.setdefault(tuple(_canonical(p.get(group)) for group in chosen), []).append(s)
