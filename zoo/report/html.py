@@ -32,6 +32,7 @@ PAGE = """<!DOCTYPE html>
 body {{ font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
 h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }}
 table {{ border-collapse: collapse; font-size: 0.9em; }}
+pre {{ white-space: pre-wrap; font-size: 0.85em; }}
 th, td {{ border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: right; vertical-align: top; }}
 th {{ background: #f4f4f4; cursor: pointer; user-select: none; }}
 td:first-child, th:first-child, table.samples td {{ text-align: left; }}

@@ -204,11 +204,13 @@ def expected_best_figure(families: list[Family]) -> "go.Figure":
         upper = [min(high, max(low, point.mean + point.std)) for point in curve]
         lower = [min(high, max(low, point.mean - point.std)) for point in curve]
         fig.add_trace(go.Scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", fillcolor=colour, opacity=0.2,
-                                 line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=family.label))
+                                 mode="lines", line={"width": 0}, hoverinfo="skip", showlegend=False,
+                                 legendgroup=family.label))
         fig.add_trace(go.Scatter(x=x, y=[point.mean for point in curve], name=family.label, mode="lines+markers",
                                  line={"color": colour}, legendgroup=family.label))
     monitors = {family.monitor for family in families}
     metric = monitors.pop() if len(monitors) == 1 else "score"
     fig.update_layout(title="Expected best validation score after n trials (Dodge et al., 2019)",
-                      xaxis_title="trials (n)", yaxis_title=f"expected best validation {metric}")
+                      xaxis_title="trials (n)", yaxis_title=f"expected best validation {metric}",
+                      xaxis={"dtick": 1})  # whole trials
     return fig
