@@ -76,11 +76,6 @@ def epochs_trained(trainer: Any) -> float:
     return whole
 
 
-def monitored_score(summary: dict) -> float | None:
-    """The test score of the monitored metric, or None when the run has none."""
-    return summary.get("test", {}).get(summary.get("monitor"), {}).get("score")
-
-
 def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[float]], task: Any, samples: int) -> None:
     """When the test ran: one hypothesis per test item, the items with their per-item scores (what
     significance tests resample), and the first ``samples`` items as text."""
