@@ -53,11 +53,16 @@ def study_name(combination: list[str]) -> str:
     return " ".join(combination) or SINGLE_STUDY
 
 
-def fixed_keys(overrides: list[str]) -> set[str]:
-    """The config keys an override list sets (``optim.lr=0.001`` -> ``optim.lr``): fixed, not tuned."""
+def override_keys(overrides: list[str]) -> list[str]:
+    """Each override's config key, in order (``optim.lr=0.001`` -> ``optim.lr``, ``+search.x=1`` -> ``search.x``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    return {o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)}
+    return [o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)]
+
+
+def fixed_keys(overrides: list[str]) -> set[str]:
+    """The config keys an override list sets: fixed, not tuned."""
+    return set(override_keys(overrides))
 
 
 def flat_space(space: Any, prefix: str = "") -> dict[str, str]:

@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.search import STUDY_FILE
-from zoo.search.space import (SearchError, as_overrides, fixed_keys, grid, quoted, read_space,
+from zoo.search.space import (SearchError, as_overrides, fixed_keys, grid, override_keys, quoted, read_space,
                               study_name)
 
 log = logging.getLogger("zoo.search")
@@ -189,7 +189,7 @@ class Search:
     def job(self, study: Study, params: dict, role: str, trial: int, seed: int | None = None) -> list[str]:
         """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record."""
         replaced = {"test"} | ({"seed"} if seed is not None else set())
-        kept = [o for o, key in zip(study.overrides, ordered_keys(study.overrides)) if key not in replaced]
+        kept = [o for o, key in zip(study.overrides, override_keys(study.overrides)) if key not in replaced]
         record = [f"+search.study={quoted(study.name)}", f"+search.trial={trial}", f"+search.role={role}",
                   f"+search.direction={study.direction}"]
         return [*kept, *as_overrides(params), f"test={str(role != 'trial').lower()}",
@@ -240,13 +240,6 @@ class Search:
         if self.sampler_name == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         return optuna.samplers.TPESampler(seed=seed)
-
-
-def ordered_keys(overrides: list[str]) -> list[str]:
-    """Each override's key (``+search.x=1`` -> ``search.x``), in order."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return [o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)]
 
 
 def job_dir(cfg: DictConfig, number: int) -> Path:
