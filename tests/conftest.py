@@ -56,6 +56,28 @@ def trained_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="session")
+def finished_run(trained_run) -> Path:
+    """A finished run that the bad-input battery reads and checks stays as it was (the shared tiny run)."""
+    return trained_run
+
+
+@pytest.fixture(scope="session")
+def plugin_run(tmp_path_factory) -> Path:
+    """A tiny run trained with the README's folder plugin (the `distance` scorer), whose plugin folder is gone since."""
+    import shutil
+
+    from test_readme import fenced_block_after
+
+    work = tmp_path_factory.mktemp("plugin")
+    (work / "my_plugins").mkdir()
+    (work / "my_plugins" / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
+    run_zoo("train", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8",
+            "plugin_dirs=[my_plugins]", "attention=distance", f"hydra.run.dir={work / 'run'}", cwd=work)
+    shutil.rmtree(work / "my_plugins")
+    return work / "run"
+
+
 # How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

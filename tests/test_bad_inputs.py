@@ -1,121 +1,16 @@
-"""The bad-input battery: every mistake a user makes gets one clear line, early, and changes nothing.
-
-Each case is a command line plus the files it finds. Every case asserts:
-- a non-zero exit status;
-- exactly one line on stderr, ``zoo: error: ...``, naming what is wrong (the case's ``says``);
-- no training started (no checkpoint, no metrics written anywhere);
-- every file that existed before the command (runs, checkpoints, the user's files) is unchanged,
-  and a refused command leaves no new run behind.
-
-Each command runs in its own process, forked from a server that has imported zoo, torch and
-Lightning once (:func:`zoo_process`): a real process with its own exit status and stderr, at a
-fraction of a fresh interpreter's start-up time.
-"""
+"""The bad-input battery, first part: config values, data files, checkpoints, command arguments, plugins and run
+directories. What every case must show, and how it runs, is in ``battery.py``."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
-import multiprocessing
-import os
 import shutil
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import TINY, run_zoo
-from test_readme import fenced_block_after
-from zoo.training.rundir import Lock
-
-TRAIN_TINY = [*TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"]
-
-
-# ---------------------------------------------------------------------------------------------- processes
-def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
-    """The body of one forked command: ``zoo ARGS`` in ``cwd`` with stdout and stderr in files."""
-    os.chdir(cwd)
-    os.environ.update(env)
-    for fd, path in ((1, out), (2, err)):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-    from zoo.cli import main
-
-    try:
-        main(args)
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-
-
-_server: multiprocessing.context.ForkServerContext | None = None
-
-
-def zoo_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server); its (exit status, stdout, stderr)."""
-    global _server
-    if _server is None:
-        _server = multiprocessing.get_context("forkserver")
-        _server.set_forkserver_preload(["test_bad_inputs", "zoo.cli", "zoo.training.entry", "zoo.training.run",
-                                        "zoo.inference.predictor"])
-    out, err = cwd.parent / f".{cwd.name}.out", cwd.parent / f".{cwd.name}.err"
-    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    process = _server.Process(target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err)))
-    process.start()
-    process.join(timeout=300)
-    assert process.exitcode is not None, f"zoo {' '.join(args)} did not end within 300 s"
-    return process.exitcode, out.read_text(), err.read_text()
-
-
-def snapshot(*folders: Path) -> dict[str, str]:
-    """Every file under ``folders``: path -> SHA-256 of its bytes."""
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
-            for folder in folders if folder.exists() for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
-# ---------------------------------------------------------------------------------------------- shared runs
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    """A tiny finished translation run (read-only for every case: each case checks it stays as it was)."""
-    work = tmp_path_factory.mktemp("finished")
-    run_zoo("train", *TRAIN_TINY, f"hydra.run.dir={work / 'run'}", cwd=work)
-    return work / "run"
-
-
-@pytest.fixture(scope="module")
-def plugin_run(tmp_path_factory) -> Path:
-    """A tiny run trained with the README's folder plugin (the `distance` scorer), whose plugin folder is gone since."""
-    work = tmp_path_factory.mktemp("plugin")
-    (work / "my_plugins").mkdir()
-    (work / "my_plugins" / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
-    run_zoo("train", *TRAIN_TINY, "plugin_dirs=[my_plugins]", "attention=distance", f"hydra.run.dir={work / 'run'}",
-            cwd=work)
-    shutil.rmtree(work / "my_plugins")
-    return work / "run"
-
-
-# ---------------------------------------------------------------------------------------------- the cases
-@dataclass
-class Case:
-    """``zoo ARGS`` run in a fresh folder that ``files`` fills first; stderr's one line must contain ``says``.
-
-    In ``args``, ``{run}`` is a finished run. ``copy`` copies a shared run into the folder as ``run``
-    first (``finished_run`` or ``plugin_run``), so ``files`` may damage the copy; ``locked`` names a
-    folder that another process (this test) holds the run-directory lock of while the command runs.
-    """
-
-    category: str
-    args: list[str]
-    says: str
-    files: Callable[[Path], None] | None = None
-    copy: str | None = None
-    locked: str | None = None
-
-    def __post_init__(self) -> None:
-        shown = [arg for arg in self.args if arg not in TRAIN_TINY]
-        self.id = f"{self.category}: zoo {' '.join(shown)}"[:100]
-
+from battery import TRAIN_TINY, Case, assert_refused, zoo_process
 
 def corpus(root: Path, lines: int = 4, **replace: bytes) -> None:
     """A Multi30k-style corpus in ``root`` (train/val/test_2016_flickr x de/en); ``replace`` gives a file's bytes."""
@@ -304,30 +199,7 @@ CASES = [
 def test_bad_input_is_one_early_line_and_changes_nothing(case, tmp_path, finished_run, request):
     here = tmp_path / "case"
     here.mkdir()
-    if case.copy:
-        shutil.copytree(request.getfixturevalue(case.copy), here / "run")
-    if case.files is not None:
-        case.files(here)
-    holder = None
-    if case.locked:
-        (here / case.locked).mkdir()
-        holder = Lock(here / case.locked, "run directory")
-    args = [arg.format(run=finished_run) for arg in case.args]
-    before = snapshot(here, finished_run)
-
-    status, out, err = zoo_process(args, here)
-    after = snapshot(here, finished_run)
-    if holder is not None:
-        holder.release()
-
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert status != 0, f"accepted: {out[-500:]}{err[-500:]}"
-    assert len(lines) == 1 and lines[0].startswith("zoo: error: "), f"not one error line:\n{err[-3000:]}"
-    assert case.says.lower() in lines[0].lower(), f"does not name {case.says!r}: {lines[0]}"
-    assert {path: digest for path, digest in after.items() if path in before} == before, "a file changed"
-    new = [path for path in after if path not in before]
-    assert not [p for p in new if p.endswith((".ckpt", "metrics.csv"))], f"training started: {new}"
-    assert not new, f"a refused command left files behind: {new}"
+    assert_refused(case, here, finished_run, request)
 
 
 def test_the_battery_covers_every_category():

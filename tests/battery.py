@@ -1,0 +1,121 @@
+"""The bad-input battery's machinery: a case, a real process per command, and what every case must show.
+
+Every case asserts (:func:`assert_refused`):
+- a non-zero exit status;
+- exactly one line on stderr, ``zoo: error: ...``, naming what is wrong (the case's ``says``);
+- no training started (no checkpoint, no metrics written anywhere);
+- every file that existed before the command (runs, checkpoints, the user's files) is unchanged,
+  and a refused command leaves no new run behind.
+
+Each command runs in its own process, forked from a server that has imported zoo, torch and
+Lightning once (:func:`zoo_process`): a real process with its own exit status and stderr, at a
+fraction of a fresh interpreter's start-up time. The cases live in ``test_bad_inputs*.py``, one
+file per area (files run side by side); ``docs/bad_inputs.md`` lists them all.
+"""
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from conftest import TINY
+from zoo.training.rundir import Lock
+
+TRAIN_TINY = [*TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"]
+
+
+# ---------------------------------------------------------------------------------------------- processes
+def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+    """The body of one forked command: ``zoo ARGS`` in ``cwd`` with stdout and stderr in files."""
+    os.chdir(cwd)
+    os.environ.update(env)
+    for fd, path in ((1, out), (2, err)):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    from zoo.cli import main
+
+    try:
+        main(args)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+_server: multiprocessing.context.ForkServerContext | None = None
+
+
+def zoo_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server); its (exit status, stdout, stderr)."""
+    global _server
+    if _server is None:
+        _server = multiprocessing.get_context("forkserver")
+        _server.set_forkserver_preload(["battery", "zoo.cli", "zoo.training.entry", "zoo.training.run",
+                                        "zoo.inference.predictor"])
+    out, err = cwd.parent / f".{cwd.name}.out", cwd.parent / f".{cwd.name}.err"
+    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    process = _server.Process(target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err)))
+    process.start()
+    process.join(timeout=300)
+    assert process.exitcode is not None, f"zoo {' '.join(args)} did not end within 300 s"
+    return process.exitcode, out.read_text(), err.read_text()
+
+
+def snapshot(*folders: Path) -> dict[str, str]:
+    """Every file under ``folders``: path -> SHA-256 of its bytes."""
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+            for folder in folders if folder.exists() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+# ---------------------------------------------------------------------------------------------- a case
+@dataclass
+class Case:
+    """``zoo ARGS`` run in a fresh folder that ``files`` fills first; stderr's one line must contain ``says``.
+
+    In ``args``, ``{run}`` is a finished run. ``copy`` copies a shared run into the folder as ``run``
+    first (``finished_run`` or ``plugin_run``), so ``files`` may damage the copy; ``locked`` names a
+    folder that another process (this test) holds the run-directory lock of while the command runs.
+    """
+
+    category: str
+    args: list[str]
+    says: str
+    files: Callable[[Path], None] | None = None
+    copy: str | None = None
+    locked: str | None = None
+
+    def __post_init__(self) -> None:
+        shown = [arg for arg in self.args if arg not in TRAIN_TINY]
+        self.id = f"{self.category}: zoo {' '.join(shown)}"[:100]
+
+
+
+def assert_refused(case: Case, here: Path, finished_run: Path, request) -> None:
+    """Run ``case`` in the empty folder ``here`` and check everything the battery promises (module docstring)."""
+    if case.copy:
+        shutil.copytree(request.getfixturevalue(case.copy), here / "run")
+    if case.files is not None:
+        case.files(here)
+    holder = None
+    if case.locked:
+        (here / case.locked).mkdir()
+        holder = Lock(here / case.locked, "run directory")
+    args = [arg.format(run=finished_run) for arg in case.args]
+    before = snapshot(here, finished_run)
+
+    status, out, err = zoo_process(args, here)
+    after = snapshot(here, finished_run)
+    if holder is not None:
+        holder.release()
+
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status != 0, f"accepted: {out[-500:]}{err[-500:]}"
+    assert len(lines) == 1 and lines[0].startswith("zoo: error: "), f"not one error line:\n{err[-3000:]}"
+    assert case.says.lower() in lines[0].lower(), f"does not name {case.says!r}: {lines[0]}"
+    assert {path: digest for path, digest in after.items() if path in before} == before, "a file changed"
+    new = [path for path in after if path not in before]
+    assert not [p for p in new if p.endswith((".ckpt", "metrics.csv"))], f"training started: {new}"
+    assert not new, f"a refused command left files behind: {new}"
