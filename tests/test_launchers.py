@@ -94,12 +94,13 @@ def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
 
 
 def test_an_interruption_crosses_process_boundaries():
-    """A joblib worker hands a stopped job's TrainingInterrupted back to the sweep by pickling it."""
+    """A joblib worker hands a stopped job's RunInterrupted back to the sweep by pickling it."""
     import pickle
 
-    from zoo.training.callbacks import TrainingInterrupted
+    from zoo.training.interruptions import RunInterrupted
 
-    stop = TrainingInterrupted(2, 328, saved=True)
+    stop = RunInterrupted(2, "test", 328, saved=True, trained=True)
     stop.run_dir = "multirun/x/2"
     back = pickle.loads(pickle.dumps(stop))
-    assert (back.signum, back.step, back.saved, back.run_dir, str(back)) == (2, 328, True, "multirun/x/2", str(stop))
+    assert (back.signum, back.phase, back.step, back.saved, back.trained, back.run_dir, str(back)) == \
+        (2, "test", 328, True, True, "multirun/x/2", str(stop))

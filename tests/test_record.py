@@ -37,8 +37,16 @@ def test_a_rank_that_does_not_write_records_nothing(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_ctrl_c_is_recorded_as_interrupted_not_failed(tmp_path):
+def test_a_resumed_record_adds_up_its_segments_and_names_a_killed_one(tmp_path):
+    """Training seconds add up over segments and the peak is the largest; a segment still `running` in the
+    summary was killed (its seconds are the ones recorded at its last validation)."""
+    previous = {"status": "running", "segments": [
+        {"from_step": 0, "to_step": 7, "train_seconds": 10.0, "peak_memory_mb": 500.0, "ended": "interrupted during test"},
+        {"from_step": 7, "to_step": 9, "train_seconds": 3.5, "peak_memory_mb": 800.0, "ended": "running"}]}
     record = RunRecord(tmp_path, {}, writes=True)
-    record.on_exception(None, None, KeyboardInterrupt())
+    record.resume_from(previous, 9)
+    record.start()
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and "stopped by the user" in summary["reason"]
+    assert [s["ended"] for s in summary["segments"]] == ["interrupted during test", "killed"]
+    assert (summary["train_seconds"], summary["peak_memory_mb"]) == (13.5, 800.0)
+    assert summary["resumes"][0]["from"] == "running"

@@ -186,8 +186,7 @@ def test_resume_modes_decide_what_a_folder_means(tmp_path):
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps({"status": "interrupted"}))
-    with pytest.raises(RunDirectoryInUse, match="no checkpoints/last.ckpt"):
-        check_run_dir(run, resume_mode="auto")
+    assert check_run_dir(run, resume_mode="auto") == "restart"  # stopped before its first checkpoint
     (run / "checkpoints" / "last.ckpt").write_bytes(b"x")
     assert check_run_dir(run, resume_mode="auto") == "resume"
     with pytest.raises(RunDirectoryInUse, match="resume="):
@@ -195,6 +194,9 @@ def test_resume_modes_decide_what_a_folder_means(tmp_path):
     (run / "summary.json").write_text(json.dumps({"status": "finished"}))
     assert check_run_dir(run, resume_mode="auto") == "finished"
     assert check_run_dir(run, resume_mode="must") == "resume"  # e.g. with more epochs
+    (run / "checkpoints" / "last.ckpt").unlink()
+    with pytest.raises(RunDirectoryInUse, match="finished run .* no checkpoints/last.ckpt"):
+        check_run_dir(run, resume_mode="must")
 
 
 def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):

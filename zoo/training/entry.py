@@ -107,7 +107,7 @@ def train_job(cfg: DictConfig) -> float | None:
     # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
     from lightning.pytorch.utilities import rank_zero_only
 
-    from zoo.training.callbacks import TrainingInterrupted
+    from zoo.training.interruptions import RunInterrupted
     from zoo.training.rundir import claim_run_dir, resume_mode
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -121,7 +121,7 @@ def train_job(cfg: DictConfig) -> float | None:
         except BaseException as error:
             if not isinstance(error, Exception):  # an interruption (recorded as such) or an exit: nothing to add
                 error.run_dir = str(run_dir)
-                if isinstance(error, TrainingInterrupted):
+                if isinstance(error, RunInterrupted):
                     error.hand_over()  # submitit's pre-emption signal: requeued (this process exits)
                 raise
             if writes and HydraConfig.get().mode == RunMode.MULTIRUN:
@@ -317,16 +317,14 @@ def main(overrides: list[str] | None = None) -> None:
         check_composition(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
-    from zoo.training.callbacks import TrainingInterrupted
+    from zoo.training.interruptions import RunInterrupted
 
     try:
         task()
-    except TrainingInterrupted as stop:
-        run_dir = getattr(stop, "run_dir", None) or "RUN_DIR"
-        held = ("checkpoints/last.ckpt holds it" if stop.saved
-                else "stopped before training, no checkpoint written now")
-        how = getattr(stop, "continue_with", None) or f"zoo train resume={run_dir}"  # a search says how it goes on
-        print(f"zoo: {stop.__class__.__name__}: {stop}; {held}; continue with: {how}", file=sys.stderr)
+    except RunInterrupted as stop:
+        run_dir = getattr(stop, "run_dir", None)
+        how = getattr(stop, "continue_with", None)  # a search says how it goes on
+        print(f"zoo: interrupted: {stop.what_next(Path(run_dir) if run_dir else None, how)}", file=sys.stderr)
         raise SystemExit(128 + stop.signum)
     if FAILED_JOBS:
         print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "

@@ -2,10 +2,15 @@
 
 ``summary.json`` is written as soon as a run starts (status ``running``), updated
 after every validation with the latest metrics and the learning curve, and finally
-set to ``finished``, ``failed`` (with the reason) or ``interrupted`` (Ctrl-C, SIGTERM; a resumed
-run is ``running`` again, its earlier learning curve kept and each resume listed), so
-``zoo compare`` and a live view can read a sweep while it runs. Every write goes to
+set to ``finished``, ``failed`` (with the reason) or ``interrupted`` (a signal, with the phase it
+stopped in; a resumed run is ``running`` again, its earlier learning curve kept and each resume
+listed), so ``zoo compare`` and a live view can read a sweep while it runs. Every write goes to
 a temporary file that is then renamed, so a reader never sees half a summary.
+
+A run trained in several segments (stopped and resumed) lists each one under ``segments`` (from which
+step to which, its training seconds and peak memory, how it ended); ``train_seconds`` is their sum and
+``peak_memory_mb`` their maximum, so a pre-empted run costs what it cost. A segment's seconds are
+recorded at each validation too, so even a killed segment keeps what it had spent by then.
 """
 from __future__ import annotations
 
@@ -88,6 +93,10 @@ class RunRecord(Callback):
         self.latest_val: dict[str, float] = {}
         self.validations: list[dict] = []  # the learning curve: epoch, step, seconds and every val metric
         self.resumes: list[dict] = []  # each time the run was continued: from which step, when
+        self.segments: list[dict] = []  # the earlier segments of training (a resumed run), each as it ended
+        self.trained: dict[str, Any] = {}  # what training measured, once it has ended (before the test)
+        self._segment_start: tuple[float, int] | None = None  # this segment's fit: (perf_counter, first step)
+        self._trainer: Any = None
 
     def resume_from(self, previous: dict, step: int) -> None:
         """Continue the record of an earlier part of this run, resumed from a checkpoint at global ``step``:
@@ -99,12 +108,39 @@ class RunRecord(Callback):
         self.started = time.time() - elapsed  # seconds on the curve go on from where the checkpoint was
         self.resumes = [*previous.get("resumes", []),
                         {"step": step, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "from": previous.get("status")}]
+        self.segments = [{**segment, "ended": "killed"} if segment.get("ended") == "running" else segment
+                         for segment in previous.get("segments", [])]
 
-    def _write(self, status: str, **extra: Any) -> None:
+    # -------------------------------------------------------------- segments
+    def on_fit_start(self, trainer, module) -> None:
+        self._trainer = trainer
+        self._segment_start = (time.perf_counter(), self.resumes[-1]["step"] if self.resumes else 0)
+
+    def on_fit_end(self, trainer, module) -> None:
+        """Training ended (not stopped): this segment is closed, and what training measured is kept for the record."""
+        self.segments.append(self._segment("trained"))
+        self._segment_start = None
+
+    def _segment(self, ended: str) -> dict:
+        from zoo.training.summary import peak_memory_mb
+
+        started, first = self._segment_start
+        return {"from_step": first, "to_step": self._trainer.global_step,
+                "train_seconds": round(time.perf_counter() - started, 2),
+                "peak_memory_mb": round(peak_memory_mb(self._trainer.strategy.root_device), 1), "ended": ended}
+
+    def _all_segments(self, ended: str = "running") -> list[dict]:
+        """The earlier segments and this one (while it runs: up to now)."""
+        now = [self._segment(ended)] if self._segment_start is not None else []
+        return [*self.segments, *now]
+
+    def _write(self, status: str, segments: list[dict] | None = None, **extra: Any) -> None:
         if self.writes:
             resumes = {"resumes": self.resumes} if self.resumes else {}
+            segments = self._all_segments() if segments is None else segments
             write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val,
-                                          "validations": self.validations, **resumes, **extra})
+                                          "validations": self.validations, **resumes, **self.trained,
+                                          **totals(segments), **extra})
 
     def start(self) -> None:
         self._write("running")
@@ -127,26 +163,42 @@ class RunRecord(Callback):
         self._write("running", epoch=trainer.current_epoch, step=trainer.global_step,
                     max_epochs=trainer.max_epochs)
 
-    def on_exception(self, trainer, module, exception: BaseException) -> None:
-        """Ctrl-C: Lightning stops training and exits; the record says the run was interrupted, not failed.
-        (Zoo's own stop on SIGINT/SIGTERM, which writes ``last.ckpt`` first, is recorded by :meth:`interrupt`.)"""
-        if isinstance(exception, KeyboardInterrupt):
-            self._write("interrupted", reason="KeyboardInterrupt: stopped by the user")
+    def training_ended(self, measured: dict) -> None:
+        """Training is over (the test comes next): record what it measured, so a run stopped while testing keeps
+        its training record and resumes by testing (``trained``)."""
+        self.trained = {"trained": True, **measured}
+        self._write("running", phase="test")
 
     def interrupt(self, stop: BaseException) -> None:
-        """A signal stopped training (:class:`zoo.training.callbacks.TrainingInterrupted`): resumable when saved."""
-        self._write("interrupted", reason=f"{stop}: stopped by a signal", step=getattr(stop, "step", None),
-                    resumable=bool(getattr(stop, "saved", False)))
+        """A signal stopped the run (:class:`zoo.training.interruptions.RunInterrupted`) in some phase."""
+        step = getattr(stop, "step", None)
+        segments = self._all_segments(f"interrupted during {getattr(stop, 'phase', 'training')}")
+        self._write("interrupted", segments, reason=f"{stop}: stopped by a signal", step=step,
+                    phase=getattr(stop, "phase", None), resumable=bool(getattr(stop, "saved", False)))
 
     def fail(self, error: BaseException) -> None:
         """Mark the run failed with a one-line reason; the exception goes on to the caller."""
-        self._write("failed", reason=one_line_reason(error))
+        self._write("failed", self._all_segments("failed"), reason=one_line_reason(error))
 
     def finish(self, summary: dict) -> dict:
-        """The final summary: the identity, ``finished`` and everything the run measured."""
+        """The final summary: the identity, ``finished``, every segment of training and everything the run measured."""
+        from zoo.training.summary import peak_memory_mb
+
         resumes = {"resumes": self.resumes} if self.resumes else {}
+        cost = totals(self._all_segments())
+        if self._trainer is not None:  # the test and its latency measurement ran in this process too
+            now = round(peak_memory_mb(self._trainer.strategy.root_device), 1)
+            cost["peak_memory_mb"] = max(cost.get("peak_memory_mb", now), now)
         final = {**self.identity, "status": "finished", "latest_val": self.latest_val,
-                 "validations": self.validations, **resumes, **summary}
+                 "validations": self.validations, **resumes, **self.trained, **summary, **cost}
         if self.writes:
             write_json_atomic(self.path, final)
         return final
+
+
+def totals(segments: list[dict]) -> dict:
+    """The run's cost over all its segments: training seconds add up, peak memory is the largest peak."""
+    if not segments:
+        return {}
+    return {"segments": segments, "train_seconds": round(sum(s["train_seconds"] for s in segments), 2),
+            "peak_memory_mb": max(s["peak_memory_mb"] for s in segments)}

@@ -71,8 +71,10 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
     """Refuse ``run_dir`` unless it may be written; only reads. ``own_lock``: the lock there is ours.
 
     Returns what the job does there: ``"start"`` (new or empty), ``"resume"`` (a run with
-    ``checkpoints/last.ckpt``, under ``resume_mode`` auto or must) or ``"finished"`` (a finished run
-    under auto: the job is skipped; under must it is resumed, e.g. with more epochs).
+    ``checkpoints/last.ckpt``, under ``resume_mode`` auto or must), ``"restart"`` (under auto or must, a
+    run stopped before its first checkpoint: it starts again in place, :func:`clear_stopped_run`) or
+    ``"finished"`` (a finished run under auto: the job is skipped; under must it is resumed when it is
+    asked to train longer or to be tested, :func:`resume_plan`).
     """
     resuming = str(resume_mode) in ("auto", "must")
     entries = {p.name for p in run_dir.iterdir()} if run_dir.is_dir() else set()
@@ -81,13 +83,16 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
     entries.discard(LOCK_FILE)  # ours, or left by a process that ended: it locks nothing
     used = [m for m in RUN_MARKERS if m in entries]
     if used and resuming:
-        if str(resume_mode) == "auto" and run_status(run_dir) == "finished":
+        status = run_status(run_dir)
+        if str(resume_mode) == "auto" and status == "finished":
             return "finished"
         if (run_dir / LAST_CHECKPOINT).is_file():
             return "resume"
+        if status != "finished":  # stopped before its first checkpoint: nothing to lose, it starts again there
+            return "restart"
         raise RunDirectoryInUse(
-            f"run directory {run_dir} holds a run ({', '.join(used)}) but no {LAST_CHECKPOINT} to resume from "
-            "(it stopped before its first checkpoint); choose a new hydra.run.dir"
+            f"run directory {run_dir} holds a finished run ({', '.join(used)}) but no {LAST_CHECKPOINT} to resume "
+            "from (it was removed); choose a new hydra.run.dir"
         )
     if used:
         raise RunDirectoryInUse(
@@ -186,6 +191,62 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
             f"a resumed run keeps what it computes (only {', '.join(RESUME_MAY_CHANGE[2:])} may change), "
             "so start a new run for this"
         )
+
+
+#: The settings that say how long a run trains: a finished run resumed with one of them changed trains further.
+TRAINING_LIMITS = ("trainer.max_epochs", "trainer.max_steps", "trainer.max_time", "trainer.patience")
+
+
+def resume_plan(run_dir: Path, cfg: DictConfig, previous: dict) -> str:
+    """What resuming the run in ``run_dir`` does: ``"train"`` (on from ``last.ckpt``) or ``"test"`` (its training
+    had ended: stopped while testing, or finished untested and resumed with ``test=true``).
+
+    A finished, tested run resumed with the same training limits would only test again and overwrite its
+    record (its time, memory and latency): refused, saying how to train it longer.
+    """
+    saved = _flat(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False))
+    new = _flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    if any(saved.get(key) != new.get(key) for key in TRAINING_LIMITS):
+        return "train"
+    finished = previous.get("status") == "finished"
+    if not (finished or previous.get("trained")):
+        return "train"
+    if finished and (previous.get("tested", True) or not cfg.test):
+        raise ResumeRefused(
+            f"run {run_dir} finished already ({previous.get('steps', '?')} steps); resuming it would only test it "
+            f"again and overwrite its record: to train it longer, raise trainer.max_epochs (now "
+            f"{saved.get('trainer.max_epochs')}) or trainer.max_steps; its results: zoo compare {run_dir}"
+        )
+    return "test"
+
+
+def checkpoint_step(path: Path) -> int:
+    """The global step ``path`` (a run's ``last.ckpt``) was written at; one line when the file cannot be read."""
+    import torch
+
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["global_step"])
+    except Exception as error:  # empty, cut off, or not a checkpoint: torch's messages say little about which
+        size = path.stat().st_size
+        raise ResumeRefused(
+            f"{path} cannot be read ({size} bytes, {type(error).__name__}): it is empty, cut off or not a "
+            "checkpoint, so the run cannot be resumed from it; start it again in a new hydra.run.dir "
+            "(its best.ckpt, if any, still works with zoo translate --checkpoint best)"
+        ) from None
+
+
+def clear_stopped_run(run_dir: Path) -> None:
+    """Empty a run directory whose run stopped before its first checkpoint (under its lock), so it starts again
+    there as a new run would: what it had written (config, logs, tokenizers) was all made by that attempt."""
+    import shutil
+
+    for entry in run_dir.iterdir():
+        if entry.name == LOCK_FILE:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 # ------------------------------------------------------------------------------------------------ lock
@@ -299,7 +360,7 @@ class Claim:
         self.run_dir = run_dir
         self.writes = writes
         self.resume_mode = resume_mode
-        self.verdict = verdict  # start | resume | finished (see check_run_dir)
+        self.verdict = verdict  # start | resume | restart | finished (see check_run_dir)
         self.lock: Lock | None = None
         self.log_handler: logging.Handler | None = None
 

@@ -32,12 +32,24 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpoint: Any, throughput: Any,
-                  train_seconds: float) -> dict:
-    """What the run measured. ``test`` holds every metric's score with its direction and signature (empty, and
-    ``tested`` false, when ``test=false`` kept the test split unseen); ``best_val`` is the monitored metric's best
-    validation score (the one that chose the checkpoint); ``latency_ms`` the median milliseconds to decode one
-    test item alone, greedy and beam."""
+def training_summary(module: Any, trainer: Any, checkpoint: Any, throughput: Any) -> dict:
+    """What training measured, once it has ended: ``best_val`` is the monitored metric's best validation score
+    (the one that chose the checkpoint). Its time and peak memory are the run record's, summed over segments."""
+    return {
+        "best_val": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
+        "parameters": parameter_counts(module.model),
+        "train_tokens": throughput.tokens,
+        "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
+        "epochs": epochs_trained(trainer),
+        "steps": trainer.global_step,
+        "best_checkpoint": checkpoint.best_model_path or None,
+    }
+
+
+def test_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any) -> dict:
+    """What the test measured. ``test`` holds every metric's score with its direction and signature (empty, and
+    ``tested`` false, when ``test=false`` kept the test split unseen); ``latency_ms`` the median milliseconds to
+    decode one test item alone, greedy and beam."""
     suite = module.metrics
     test = module.results.get("test")
     # Lightning hands the model back on the CPU after testing: latency is measured, and the
@@ -50,18 +62,9 @@ def build_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any, checkpo
         "tested": bool(cfg.test),
         "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},
         "breakdowns": task.breakdowns(test["items"], test["hypotheses"]) if test else {},
-        "best_val": float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else None,
-        "parameters": parameter_counts(module.model),
-        "train_seconds": round(train_seconds, 2),
-        "train_tokens": throughput.tokens,
-        "tokens_per_second": round(throughput.tokens / throughput.seconds, 1) if throughput.seconds else None,
-        "peak_memory_mb": round(peak_memory_mb(device), 1),
         "latency_ms": {strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
                        for strategy in ("greedy", "beam")},
-        "epochs": epochs_trained(trainer),
-        "steps": trainer.global_step,
         "decode": str(cfg.decode.strategy),
-        "best_checkpoint": checkpoint.best_model_path or None,
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(device)},
     }
 

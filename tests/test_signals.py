@@ -1,0 +1,149 @@
+"""SIGTERM and SIGINT in every phase of a job: exit 128 + the signal, one line saying where it stopped and what to
+run next, ``summary.json`` interrupted with the phase, and a resume that does what is left.
+
+Each run signals itself the first time it reaches a phase (the function patched in :data:`PHASES`), so the
+signal lands at the same point every time. Runs are processes forked from a server that imported zoo once.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY
+
+#: Where each phase is entered: (module, class or None, function) to wrap with a self-signal on the first call.
+PHASES = {
+    "setup": ("zoo.data.datamodule", "ZooDataModule", "setup"),
+    "sanity check": ("zoo.training.module", "ZooModule", "validation_step"),
+    "training": ("zoo.training.module", "ZooModule", "training_step"),
+    "validation": ("zoo.training.module", "ZooModule", "validation_step"),
+    "test": ("zoo.training.module", "ZooModule", "test_step"),
+    "outputs": ("zoo.training.run", None, "test_summary"),
+}
+
+
+def _signal_on_first_call(phase: str, where: tuple[str, str | None, str], signum: int) -> None:
+    """Wrap the function ``where`` names so that its first call in ``phase`` sends ``signum`` to this process."""
+    import importlib
+
+    module_name, class_name, name = where
+    module = importlib.import_module(module_name)
+    owner = getattr(module, class_name) if class_name else module
+    original = getattr(owner, name)
+    sent: list[bool] = []
+
+    def wrapped(*args, **kwargs):
+        trainer = getattr(args[0], "_trainer", None) if class_name == "ZooModule" else None
+        sanity = bool(trainer is not None and trainer.sanity_checking)
+        if not sent and (phase != "sanity check" or sanity) and (phase != "validation" or not sanity):
+            sent.append(True)
+            os.kill(os.getpid(), signum)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+
+def _signalled_train(phase: str | None, where: tuple | None, signum: int, args: list[str], cwd: str, err: str) -> None:
+    os.chdir(cwd)
+    os.environ.update({"WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    if phase is not None:
+        _signal_on_first_call(phase, where, signum)
+    from zoo.cli import main
+
+    try:
+        main(["train", *args])
+    finally:
+        sys.stderr.flush()
+
+
+_server = None
+
+
+def train(tmp_path: Path, run_dir: Path, *args: str, phase: str | None = None, signum: int = signal.SIGTERM,
+          where: tuple[str, str | None, str] | None = None) -> tuple[int, str]:
+    """``zoo train TINY ARGS hydra.run.dir=RUN_DIR`` signalled in ``phase`` (on entering ``where``, by default the
+    phase's function in :data:`PHASES`): its exit status and stderr."""
+    global _server
+    if _server is None:
+        _server = multiprocessing.get_context("forkserver")
+        _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.training.entry", "zoo.training.run"])
+    err = tmp_path / f"{run_dir.name}.{phase}.err"
+    overrides = [*TINY, *args] if not any(a.startswith("resume=") for a in args) else list(args)
+    if not any(a.startswith("resume=") for a in args):
+        overrides.append(f"hydra.run.dir={run_dir}")
+    where = where or PHASES.get(phase)
+    process = _server.Process(target=_signalled_train,
+                              args=(phase, where, int(signum), overrides, str(tmp_path), str(err)))
+    process.start()
+    process.join(timeout=300)
+    return process.exitcode, err.read_text()
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("phase", list(PHASES))
+def test_a_signal_in_any_phase_exits_128_plus_it_with_one_line_and_an_interrupted_record(tmp_path, phase, signum):
+    run_dir = tmp_path / "run"
+    status, err = train(tmp_path, run_dir, phase=phase, signum=signum)
+
+    assert status == 128 + signum, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    name = signal.Signals(signum).name
+    assert last.startswith(f"zoo: interrupted: {name} during {phase}"), last
+    assert last.endswith(f"continue with: zoo train resume={run_dir}"), last
+    assert "Traceback" not in err and "Received SIGTERM" not in err
+    record = summary(run_dir)
+    assert (record["status"], record["phase"]) == ("interrupted", phase)
+    assert not (run_dir / ".zoo.lock").exists()
+
+
+def test_a_signal_before_anything_is_written_says_to_run_the_command_again(tmp_path):
+    """Reading the data comes before the run's first file: nothing to resume, the same command starts it."""
+    status, err = train(tmp_path, tmp_path / "run", phase="setup", where=("zoo.data.datamodule", "ZooDataModule", "read"))
+    assert status == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1].endswith("nothing was written in " f"{tmp_path / 'run'}; run the same command again")
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
+
+
+@pytest.mark.parametrize("phase", ["setup", "sanity check"])
+def test_a_run_stopped_before_its_first_checkpoint_starts_again_in_place(tmp_path, phase, finished_run):
+    run_dir = tmp_path / "run"
+    assert train(tmp_path, run_dir, phase=phase)[0] == 128 + signal.SIGTERM
+    assert not (run_dir / "checkpoints" / "last.ckpt").exists()
+
+    status, err = train(tmp_path, run_dir, f"resume={run_dir}")
+    assert status == 0, err[-3000:]
+    record = summary(run_dir)
+    assert record["status"] == "finished" and "resumes" not in record and len(record["segments"]) == 1
+    assert record["test"] == summary(finished_run)["test"]  # the same run as one never stopped
+
+
+def test_a_run_stopped_while_testing_resumes_by_testing(tmp_path, finished_run):
+    """The training record is kept (its segment listed, its seconds counted); only the test runs again."""
+    run_dir = tmp_path / "run"
+    assert train(tmp_path, run_dir, phase="test")[0] == 128 + signal.SIGTERM
+    stopped = summary(run_dir)
+    assert stopped["trained"] and stopped["resumable"] is False and stopped["segments"][0]["ended"] == "trained"
+
+    status, err = train(tmp_path, run_dir, f"resume={run_dir}")
+    assert status == 0, err[-3000:]
+    assert "only the test runs" in (run_dir / "train.log").read_text()
+    record, straight = summary(run_dir), summary(finished_run)
+    assert record["status"] == "finished" and record["test"] == straight["test"]
+    assert (record["steps"], record["best_val"], record["train_tokens"]) == \
+        (straight["steps"], straight["best_val"], straight["train_tokens"])
+    first, retest = record["segments"]
+    assert (first["to_step"], retest["from_step"], retest["to_step"]) == (straight["steps"],) * 3
+    assert record["train_seconds"] == pytest.approx(first["train_seconds"] + retest["train_seconds"], abs=0.011)
+    assert record["peak_memory_mb"] >= first["peak_memory_mb"]
