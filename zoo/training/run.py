@@ -30,7 +30,7 @@ from zoo.training.loggers import check_tracker_packages, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.evaluation import MetricSuite
 from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
-from zoo.training.rundir import (LAST_CHECKPOINT, check_resume_config, checkpoint_step, claim_run_dir, clear_stopped_run,
+from zoo.training.rundir import (LAST_CHECKPOINT, ResumeRefused, check_resume_config, checkpoint_step, claim_run_dir, clear_stopped_run,
                                 resume_mode, resume_plan, write_run_files)
 from zoo.training.summary import print_result, test_summary, training_summary, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results
@@ -122,7 +122,11 @@ def train(cfg: DictConfig) -> dict:
 def read_summary(run_dir: Path) -> dict:
     """The run's ``summary.json`` (empty when it has none: a run killed before its first write)."""
     path = run_dir / SUMMARY_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        raise ResumeRefused(f"{path} is not valid JSON (damaged), so the run's record cannot be continued; "
+                            "start it again in a new hydra.run.dir") from None
 
 
 @contextmanager

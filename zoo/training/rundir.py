@@ -88,11 +88,12 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
             return "finished"
         if (run_dir / LAST_CHECKPOINT).is_file():
             return "resume"
-        if status != "finished":  # stopped before its first checkpoint: nothing to lose, it starts again there
+        if status in ("running", "interrupted", "failed"):  # stopped before its first checkpoint: it starts again
             return "restart"
+        what = "a finished run" if status == "finished" else f"a run ({SUMMARY_FILE} unreadable)"
         raise RunDirectoryInUse(
-            f"run directory {run_dir} holds a finished run ({', '.join(used)}) but no {LAST_CHECKPOINT} to resume "
-            "from (it was removed); choose a new hydra.run.dir"
+            f"run directory {run_dir} holds {what} but no {LAST_CHECKPOINT} to resume from; "
+            "choose a new hydra.run.dir"
         )
     if used:
         raise RunDirectoryInUse(
