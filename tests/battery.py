@@ -30,12 +30,16 @@ TRAIN_TINY = [*TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.tes
 
 
 # ---------------------------------------------------------------------------------------------- processes
-def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
-    """The body of one forked command: ``zoo ARGS`` in ``cwd`` with stdout and stderr in files."""
+def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str, stdin: str | None) -> None:
+    """The body of one forked command: ``zoo ARGS`` in ``cwd`` with stdout and stderr in files, stdin from a
+    file (None: the empty stdin a forked process gets)."""
     os.chdir(cwd)
     os.environ.update(env)
     for fd, path in ((1, out), (2, err)):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    if stdin is not None:
+        os.dup2(os.open(stdin, os.O_RDONLY), 0)
+        sys.stdin = open(0, closefd=False, errors="surrogateescape")  # as Python opens it
     from zoo.cli import main
 
     try:
@@ -48,16 +52,20 @@ def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str
 _server: multiprocessing.context.ForkServerContext | None = None
 
 
-def zoo_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server); its (exit status, stdout, stderr)."""
+def zoo_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server) with ``stdin``'s bytes on its
+    standard input; its (exit status, stdout, stderr)."""
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
         _server.set_forkserver_preload(["battery", "zoo.cli", "zoo.training.entry", "zoo.training.run",
                                         "zoo.inference.predictor"])
-    out, err = cwd.parent / f".{cwd.name}.out", cwd.parent / f".{cwd.name}.err"
+    out, err, given = (cwd.parent / f".{cwd.name}.{stream}" for stream in ("out", "err", "in"))
+    if stdin is not None:
+        given.write_bytes(stdin)
     env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    process = _server.Process(target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err)))
+    process = _server.Process(target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err),
+                                                      None if stdin is None else str(given)))
     process.start()
     process.join(timeout=300)
     assert process.exitcode is not None, f"zoo {' '.join(args)} did not end within 300 s"
@@ -77,7 +85,8 @@ class Case:
 
     In ``args``, ``{run}`` is a finished run. ``copy`` copies a shared run into the folder as ``run``
     first (``finished_run`` or ``plugin_run``), so ``files`` may damage the copy; ``locked`` names a
-    folder that another process (this test) holds the run-directory lock of while the command runs.
+    folder that another process (this test) holds the run-directory lock of while the command runs;
+    ``stdin`` is what the command reads on its standard input (None: nothing).
     """
 
     category: str
@@ -86,10 +95,12 @@ class Case:
     files: Callable[[Path], None] | None = None
     copy: str | None = None
     locked: str | None = None
+    stdin: bytes | None = None
 
     def __post_init__(self) -> None:
         shown = [arg for arg in self.args if arg not in TRAIN_TINY]
-        self.id = f"{self.category}: zoo {' '.join(shown)}"[:100]
+        given = f" < {self.stdin[:16]!r}" if self.stdin is not None else ""
+        self.id = f"{self.category}: zoo {' '.join(shown)}"[:100 - len(given)] + given
 
 
 
@@ -106,7 +117,7 @@ def assert_refused(case: Case, here: Path, finished_run: Path, request) -> None:
     args = [arg.format(run=finished_run) for arg in case.args]
     before = snapshot(here, finished_run)
 
-    status, out, err = zoo_process(args, here)
+    status, out, err = zoo_process(args, here, case.stdin)
     after = snapshot(here, finished_run)
     if holder is not None:
         holder.release()

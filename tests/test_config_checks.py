@@ -13,7 +13,8 @@ import zoo.config.schema  # noqa: F401  (stores the schema)
 from conftest import ROOT, run_zoo
 from zoo import registry
 from zoo.config.checks import (
-    Choice, ConfigError, above, at_least, between, fraction, in_unit_interval, multiple_of, one_of, positive,
+    Choice, ConfigError, above, at_least, between, fraction, in_unit_interval, multiple_of, no_wider_than, one_of,
+    physical_memory, positive, within_memory,
 )
 from zoo.config.validate import validate
 from zoo.nn.norms import Norm
@@ -53,6 +54,7 @@ class Sample:
         (lambda c: in_unit_interval(c, "rate"), "rate", 1.0, r"rate=1.0 must be in \[0, 1\)"),
         (lambda c: fraction(c, "share"), "share", 0.0, r"share=0.0 must be in \(0, 1\]"),
         (lambda c: multiple_of(c, "size", "heads"), "size", 5, "size=5 must be a multiple of heads=2"),
+        (lambda c: no_wider_than(c, "heads", "size"), "heads", 5, "heads=5 must be <= size=4"),
     ],
 )
 def test_each_range_helper_names_the_field_value_and_range(check, field, value, message):
@@ -73,6 +75,13 @@ def test_an_unset_optional_passes_every_range():
     multiple_of(sample, "width", "heads")
 
 
+def test_within_memory_refuses_only_what_this_machine_could_never_hold():
+    within_memory(Sample(), ("size", "heads"), physical_memory(), "the weights")
+    with pytest.raises(ConfigError, match=r"^size=4, heads=2 need at least [\d,.]+ GiB for the weights, more than "
+                                          r"this machine's memory \([\d,.]+ GiB\); lower them$"):
+        within_memory(Sample(), ("size", "heads"), physical_memory() + 1, "the weights")
+
+
 def test_one_of_turns_plain_strings_into_members_and_names_the_choices():
     sample = Sample(colour="green")
     one_of(sample, "colour", Colour)
@@ -90,6 +99,13 @@ def test_a_component_built_from_python_runs_the_same_checks():
     with pytest.raises(ConfigError, match="^norm='batchnorm' must be one of: layernorm, rmsnorm, dyt$"):
         registry.build("encoder", registry.default_config("encoder", "transformer", norm="batchnorm"), input_dim=8,
                        scorer={"name": "dot"})
+
+
+def test_a_decoder_width_taken_from_the_encoder_is_checked_when_built():
+    """d_model null follows the memory's width, known only then: a latent wider than it is refused there."""
+    with pytest.raises(ConfigError, match="^kv_latent_dim=17 must be <= d_model=16; the latent compresses"):
+        registry.build("decoder", registry.default_config("decoder", "transformer", kv_latent_dim=17, heads=2),
+                       vocab_size=11, memory_dim=16, scorer={"name": "dot"}, posenc={"name": "none"})
 
 
 # --------------------------------------------------------------------------- composition
@@ -153,6 +169,7 @@ def test_choices_survive_yaml_plain_containers_and_building():
         (["encoder=transformer", "encoder.heads=3"], "encoder.d_model=256 must be a multiple of heads=3"),
         (["decoder=transformer", "decoder.kv_heads=3"], "decoder.heads=4 must be a multiple of kv_heads=3"),
         (["decoder=transformer", "decoder.kv_latent_dim=0"], "decoder.kv_latent_dim=0 must be >= 1"),
+        (["encoder=transformer", "encoder.kv_latent_dim=257"], "encoder.kv_latent_dim=257 must be <= d_model=256"),
         (["encoder=transformer", "encoder.self_attention_projections=false", "encoder.kv_heads=1"],
          "encoder.self_attention_projections=False compares the vectors themselves"),
         (["cross_attention=additive", "cross_attention.hidden_size=0"], "cross_attention.hidden_size=0 must be >= 1"),
@@ -167,6 +184,14 @@ def test_choices_survive_yaml_plain_containers_and_building():
 def test_an_out_of_range_value_names_its_section_and_field(overrides, message):
     with pytest.raises(ConfigError, match=f"^{message}"):
         validate(composed(*overrides))
+
+
+def test_a_section_checks_itself_against_the_rest_of_the_composed_config():
+    """The learned position table is checked against the data section's lengths, through its check_composed."""
+    with pytest.raises(ConfigError, match=r"^posenc.max_len=8 positions are fewer than a training sequence may have "
+                                          r"\(128: data.max_len=128, data.max_tokens=1024\); raise posenc.max_len"):
+        validate(composed("posenc=learned", "posenc.max_len=8"))
+    validate(composed("posenc=learned", "posenc.max_len=8", "data.max_len=8"))
 
 
 def test_max_epochs_may_be_anything_when_max_steps_limits_training():

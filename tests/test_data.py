@@ -7,6 +7,7 @@ from lightning.fabric.utilities.data import _set_sampler_epoch
 from omegaconf import OmegaConf
 
 import zoo.data.datamodule
+from conftest import TINY, run_zoo
 from zoo import registry
 from zoo.contracts import BOS, EOS, PAD, UNK, Dataset, Item
 from zoo.contracts.task import TaskError
@@ -18,6 +19,7 @@ from zoo.registry import discovery
 discovery.discover()
 
 MAX_TOKENS = 150
+TINY_MODEL = [override for override in TINY if override != "experiment=smoke"] + ["trainer.max_epochs=1"]
 
 
 def config(dataset=None, tokenizer="word", seed=7, joint_vocab=False, **data):
@@ -47,7 +49,7 @@ def test_every_batch_keeps_the_token_budget_and_every_pair_appears_once(data):
     for split, batches in all_batches(data).items():
         for batch in batches:
             rows, width = batch["source"].size(0), max(batch["source"].size(1), batch["target_in"].size(1))
-            assert rows * width <= MAX_TOKENS or rows == 1
+            assert rows * width <= MAX_TOKENS
         seen = sorted(i for batch in batches for i in batch["index"].tolist())
         assert seen == sorted(i for _, _, i in data.encoded[split].rows)
     assert len(data.encoded["val"]) == len(data.items["val"]) == 15
@@ -139,6 +141,36 @@ def test_long_training_pairs_are_skipped_but_evaluation_keeps_all(tmp_path):
 def test_no_pair_fits_max_len(tmp_path):
     with pytest.raises(DataError, match="raise data.max_len"):
         ZooDataModule(config(max_len=1), tmp_path).setup()
+
+
+def tsv_corpus(root, long_split: str, long_words: int) -> None:
+    """Eight short pairs per split, and in ``long_split`` a ninth (line 9) of ``long_words`` words a side."""
+    root.mkdir()
+    for split in ("train", "val", "test"):
+        lines = [f"ein satz {k}\ta sentence {k}" for k in range(8)]
+        if split == long_split:
+            lines.append(f"{' '.join(['wort'] * long_words)}\t{' '.join(['word'] * long_words)}")
+        (root / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+
+
+def test_an_evaluation_item_wider_than_a_batch_is_refused_naming_it(tmp_path):
+    """Skipping it would change the score; batching it alone would break the memory bound."""
+    tsv_corpus(tmp_path / "corpus", "val", long_words=30)
+    dataset = registry.default_config("dataset", "parallel", root=str(tmp_path / "corpus"), test="test")
+    with pytest.raises(DataError, match=r"^val item val:9 has 31 tokens, more than a batch may hold "
+                                        r"\(data.max_tokens=20\); raise data.max_tokens to 31"):
+        ZooDataModule(config(dataset=dataset, max_tokens=20), tmp_path / "run").setup()
+
+
+def test_a_training_pair_wider_than_a_batch_is_skipped_with_a_count(tmp_path):
+    """data.max_len raised far above data.max_tokens: a 3000-token pair (gigabytes of activations in a batch of its
+    own) is skipped, counted in the log, and the run trains on the rest."""
+    tsv_corpus(tmp_path / "corpus", "train", long_words=3000)
+    run_dir = tmp_path / "run"
+    run_zoo("train", "dataset=parallel", f"dataset.root={tmp_path / 'corpus'}", "dataset.test=test", *TINY_MODEL,
+            "data.max_len=5000", "data.max_tokens=200", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    log = (run_dir / "train.log").read_text()
+    assert "train: skipped 1 of 9 pairs: 1 wider than a whole batch, data.max_tokens=200" in log
 
 
 def test_missing_tokenizers_are_a_clear_error(tmp_path):

@@ -51,7 +51,10 @@ def assert_same_run(straight: Path, resumed: Path) -> None:
     a, b = summary(straight), summary(resumed)
     assert b["status"] == "finished" and b["resumes"]
     assert b["validations"] == [{**v, "seconds": w["seconds"]} for v, w in zip(a["validations"], b["validations"])]
-    assert b["test"] == a["test"] and b["steps"] == a["steps"] == 15
+    assert b["test"] == a["test"] and b["steps"] == a["steps"] == 15 and b["train_tokens"] == a["train_tokens"]
+    # the cost of every segment counts: its seconds add up, each segment listed
+    assert len(b["segments"]) == len(b["resumes"]) + 1
+    assert b["train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in b["segments"]), abs=0.011)
     assert largest_difference(weights(straight), weights(resumed)) == 0.0
 
 

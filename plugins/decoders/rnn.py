@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from zoo import register
-from zoo.config.checks import Choice, at_least, in_unit_interval, one_of
+from zoo.config.checks import TRAINED_BYTES, Choice, at_least, in_unit_interval, one_of, within_memory
 from zoo.nn.attention import attend
 from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
@@ -98,6 +98,11 @@ class RNNDecoder(Decoder):
             for field in ("hidden_size", "embed_dim", "layers"):
                 at_least(self, field, 1)
             in_unit_interval(self, "dropout")
+            # Every layer's cell maps its state (and the first its embedding) to each of its gates.
+            gates = {Cell.gru: 3, Cell.lstm: 4, Cell.rnn: 1}[self.cell]
+            weights = gates * self.hidden_size * (self.layers * self.hidden_size + self.embed_dim)
+            within_memory(self, ("hidden_size", "embed_dim", "layers"), weights * TRAINED_BYTES,
+                          "the recurrent weights in training")
 
     def __init__(
         self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int, scorer: Any, posenc: Any = None

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from zoo import register
+from zoo.config.checks import TRAINED_BYTES, no_wider_than, within_memory
 from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
 from zoo.registry import build
@@ -78,6 +79,16 @@ class TransformerDecoder(Decoder):
     class Config(TransformerLayout):
         d_model: Optional[int] = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
+
+        def __post_init__(self) -> None:
+            """Checked again with d_model set when a null d_model has taken the encoder's width (at the build)."""
+            super().__post_init__()
+            # The same two bounds as the transformer encoder's (they would belong in TransformerLayout).
+            no_wider_than(self, "kv_latent_dim", "d_model",
+                          "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs")
+            if self.d_model is not None:
+                within_memory(self, ("d_model", "ff_dim", "layers"), 2 * self.d_model * self.ff_dim * self.layers
+                              * TRAINED_BYTES, "the feed-forward weights in training")
 
     uses_self_scorer = True  # its self-attention may score with another scorer than its cross-attention
 

@@ -28,7 +28,9 @@ import torch
 from torch import nn
 
 from zoo import register
-from zoo.config.checks import Choice, at_least, fraction, in_unit_interval, one_of, positive
+from zoo.config.checks import (
+    FROZEN_BYTES, TRAINED_BYTES, Choice, at_least, fraction, in_unit_interval, one_of, positive, within_memory,
+)
 from zoo.contracts import Encoder, EncoderOutput
 from zoo.reservoir import ACTIVATIONS, Reservoir, reverse_padded
 
@@ -46,6 +48,19 @@ def check_reservoir_fields(cfg: EchoStateEncoder.Config | ExtremeLearningMachine
     at_least(cfg, "bias_scaling", 0)
     one_of(cfg, "activation", ReservoirActivation)
     in_unit_interval(cfg, "dropout")
+
+
+def check_reservoir_memory(cfg: EchoStateEncoder.Config | ExtremeLearningMachineEncoder.Config, directions: int,
+                           recurrent: bool) -> None:
+    """Refuse reservoirs that could never be allocated: each recurrent one holds a dense N x N matrix W
+    (stored dense whatever its connectivity, and its spectral radius is computed on it), and the two
+    readouts are trained on the N states of every layer and direction."""
+    reservoirs = cfg.layers * directions
+    per_weight = TRAINED_BYTES if cfg.trainable_reservoir else FROZEN_BYTES
+    recurrent_bytes = reservoirs * cfg.units**2 * per_weight if recurrent else 0
+    readout_bytes = 2 * reservoirs * cfg.units * cfg.readout_dim * TRAINED_BYTES
+    within_memory(cfg, ("units", "layers", "readout_dim"), recurrent_bytes + readout_bytes,
+                  "the reservoirs and readouts")
 
 
 class ReservoirEncoder(Encoder):
@@ -148,6 +163,7 @@ class EchoStateEncoder(ReservoirEncoder):
             check_reservoir_fields(self)
             positive(self, "spectral_radius", "encoder=elm has no recurrence at all")
             fraction(self, "connectivity")
+            check_reservoir_memory(self, 2 if self.bidirectional else 1, recurrent=True)
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__(
@@ -179,6 +195,7 @@ class ExtremeLearningMachineEncoder(ReservoirEncoder):
 
         def __post_init__(self) -> None:
             check_reservoir_fields(self)
+            check_reservoir_memory(self, 1, recurrent=False)
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__(cfg, input_dim, spectral_radius=0.0, connectivity=1.0, bidirectional=False)

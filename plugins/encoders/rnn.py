@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo import register
-from zoo.config.checks import at_least, in_unit_interval
+from zoo.config.checks import TRAINED_BYTES, at_least, in_unit_interval, within_memory
 from zoo.contracts import Encoder, EncoderOutput
 
 
@@ -52,6 +52,9 @@ class RecurrentEncoder(Encoder):
             at_least(self, "hidden_size", 1)
             at_least(self, "layers", 1)
             in_unit_interval(self, "dropout")
+            directions = 2 if self.bidirectional else 1
+            within_memory(self, ("hidden_size", "layers"), directions * self.layers * self.hidden_size**2
+                          * TRAINED_BYTES, "the recurrent weights in training (one hidden x hidden matrix a layer)")
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__()

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from zoo import register
-from zoo.config.checks import ConfigError
+from zoo.config.checks import TRAINED_BYTES, ConfigError, no_wider_than, within_memory
 from zoo.contracts import Encoder, EncoderOutput
 from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
 from zoo.registry import build
@@ -74,6 +74,11 @@ class TransformerEncoder(Encoder):
 
         def __post_init__(self) -> None:
             super().__post_init__()
+            # The same two bounds as the transformer decoder's (they would belong in TransformerLayout).
+            no_wider_than(self, "kv_latent_dim", "d_model",
+                          "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs")
+            within_memory(self, ("d_model", "ff_dim", "layers"), 2 * self.d_model * self.ff_dim * self.layers
+                          * TRAINED_BYTES, "the feed-forward weights in training")
             if not self.self_attention_projections and (self.kv_heads not in (None, self.heads) or self.kv_latent_dim):
                 raise ConfigError(
                     "self_attention_projections=False compares the vectors themselves, so it has no key/value "

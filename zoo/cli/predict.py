@@ -4,11 +4,21 @@
 in order (an empty input line gives an empty output line), options anywhere on the
 line, and every field of :class:`~zoo.config.sections.DecodeConfig` as an option
 (``--beam-size``, ``--top-p``, ...), checked by the config's own checks.
+
+An input that cannot be used does not cost the others: its output line is empty,
+one ``zoo: error:`` line on stderr names it (``stdin line 3: the text is not valid
+UTF-8 (byte 0xff at column 5); ...``), the other inputs are still used, and the
+command exits 1 at the end. Refused this way: text that is not UTF-8 (stdin is read
+as UTF-8 whatever the locale), a sentence longer than the run accepts (see
+:data:`zoo.inference.inputs.LENGTH_FACTOR`), an image file given to ``translate``,
+an image that is missing, a folder, too large, truncated or no image at all. An
+empty stdin is an error of its own: a script whose input went missing learns it.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import sys
 import types
@@ -18,6 +28,7 @@ from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from zoo.cli.args import CommandParser, positive_int
+from zoo.errors import report
 
 # The spellings of decoding fields whose option name is not simply the field's (strategy was --decode first).
 DECODE_FLAGS = {"strategy": ("--decode", "--strategy")}
@@ -150,6 +161,41 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines())
 
 
+def _stdin_lines() -> Iterator[str]:
+    """Each stdin line, read as UTF-8 whatever the locale (a leading BOM dropped); a byte that is not UTF-8 stays
+    in its line (as Python's surrogateescape keeps it) for the predictor to refuse that line alone, naming it."""
+    for line in io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape"):
+        yield line.rstrip("\n")
+
+
+def _numbered(what: str, lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """``("stdin line 3: ", text)``: each input with the words that name it in an error line."""
+    return ((f"{what} {number}: ", line) for number, line in enumerate(lines, 1))
+
+
+def _print_results(results: Iterable[tuple[str, str, Any]], empty: str) -> int:
+    """Print ``head + output`` for each ``(head, where, result)``, in order; a refused input (an InputError result)
+    gets an empty output, after its error on stderr (``where`` names it, ``empty`` says what was left empty).
+    Returns how many were refused."""
+    from zoo.inference import InputError
+
+    refused = 0
+    for head, where, result in results:
+        if isinstance(result, InputError):
+            sys.stdout.flush()  # a reader of both streams sees the error at its place
+            report(InputError(f"{where}{result}; {empty}"))
+            refused += 1
+        print(head + ("" if isinstance(result, InputError) else _one_line(result)))
+    sys.stdout.flush()
+    return refused
+
+
+def _exit_if_refused(refused: int) -> None:
+    """Exit 1 once every input is answered, when some were refused (their error lines are out already)."""
+    if refused:
+        raise SystemExit(1)
+
+
 def translate(args: list[str], description: str) -> None:
     parser = _parser("translate", description)
     parser.add_argument("sentences", nargs="*",
@@ -157,13 +203,24 @@ def translate(args: list[str], description: str) -> None:
     _add_run_options(parser)
     opts = parser.parse_intermixed_args(args)
     predictor, decode = _load(opts)
-    lines = opts.sentences if opts.sentences else (line.rstrip("\n") for line in sys.stdin)
-    for batch in _batches(lines, opts.batch_size):
-        texts = [line for line in batch if line.strip()]  # the model never sees an empty input
-        outputs = iter(predictor.translate(texts, opts.batch_size, **decode) if texts else [])
-        for line in batch:
-            print(_one_line(next(outputs)) if line.strip() else "")
-        sys.stdout.flush()
+    predictor.expect_sources("text", "translate", "caption")
+    if opts.sentences:
+        inputs = _numbered("command-line sentence", opts.sentences)
+    else:
+        inputs = _numbered("stdin line", _stdin_lines())
+    answered = refused = 0
+    for batch in _batches(inputs, opts.batch_size):
+        texts = [text for _, text in batch if text.strip()]  # the model never sees an empty input
+        outputs = predictor.predictions(texts, opts.batch_size, **decode)
+        refused += _print_results((("", where, next(outputs) if text.strip() else "") for where, text in batch),
+                                  "its output line is empty")
+        answered += len(batch)
+    if not answered:
+        from zoo.inference import InputError
+
+        raise InputError("stdin is empty: nothing to translate; give sentences as arguments (zoo translate RUN "
+                         "'a sentence') or one per line on stdin (zoo translate RUN < FILE)")
+    _exit_if_refused(refused)
 
 
 def caption(args: list[str], description: str) -> None:
@@ -172,10 +229,13 @@ def caption(args: list[str], description: str) -> None:
     _add_run_options(parser)
     opts = parser.parse_intermixed_args(args)
     predictor, decode = _load(opts)
+    predictor.expect_sources("image", "caption", "translate")
+    refused = 0
     for batch in _batches(opts.images, opts.batch_size):
-        for image, line in zip(batch, predictor.caption(batch, opts.batch_size, **decode)):
-            print(f"{image}\t{_one_line(line)}")
-        sys.stdout.flush()
+        outputs = predictor.predictions(batch, opts.batch_size, **decode)
+        refused += _print_results(((f"{image}\t", "", output) for image, output in zip(batch, outputs)),
+                                  "its caption is empty")
+    _exit_if_refused(refused)
 
 
 def attention(args: list[str], description: str) -> None:

@@ -7,9 +7,13 @@ message starts with the field, so :func:`zoo.config.validate.validate` can prefi
 the section (``decode.beam_size=0 must be >= 1``). The same checks run when a
 component is built from Python, since ``registry.build`` constructs its Config.
 A field left at None (an Optional not set) passes every range check.
+
+:func:`within_memory` bounds what settings cost: a width whose weights could never
+be allocated on this machine is refused before any data loads, not after minutes.
 """
 from __future__ import annotations
 
+import os
 from enum import Enum
 from typing import Any, Callable
 
@@ -88,3 +92,41 @@ def multiple_of(cfg: Any, field: str, divisor_field: str, hint: str = "") -> Non
     divisor = getattr(cfg, divisor_field)
     if divisor is not None:
         _check(cfg, field, lambda v: v % divisor == 0, f"a multiple of {divisor_field}={divisor}", hint)
+
+
+def no_wider_than(cfg: Any, field: str, width_field: str, hint: str = "") -> None:
+    """``cfg.field <= cfg.width_field`` (e.g. a compression of vectors no wider than they are)."""
+    width = getattr(cfg, width_field)
+    if width is not None:
+        _check(cfg, field, lambda v: v <= width, f"<= {width_field}={width}", hint)
+
+
+#: Bytes one trained float32 parameter takes: the weight, its gradient and AdamW's two moments.
+TRAINED_BYTES = 16
+#: Bytes one frozen float32 weight (a buffer: no gradient, no optimiser state) takes.
+FROZEN_BYTES = 4
+
+
+def physical_memory() -> int:
+    """This machine's memory in bytes: no allocation of one process can exceed it."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def within_memory(cfg: Any, fields: tuple[str, ...], nbytes: float, what: str) -> None:
+    """Refuse ``fields`` of ``cfg`` when ``what`` they make needs more than this machine's memory.
+
+    Such a run could never allocate it: it would fail (or thrash, or be killed) after the data
+    has loaded. ``nbytes`` is a lower bound the caller computes from ``fields``, which the message
+    names, the first one first (so :func:`zoo.config.validate.validate` can prefix the section).
+    Only the impossible is refused: a GPU has less memory than its machine, so a run may still
+    not fit there.
+    """
+    limit = physical_memory()
+    if nbytes > limit:
+        settings = ", ".join(f"{field}={getattr(cfg, field)!r}" for field in fields)
+        raise ConfigError(f"{settings} need at least {_gib(nbytes)} for {what}, more than this machine's memory "
+                          f"({_gib(limit)}); lower {'it' if len(fields) == 1 else 'them'}")
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"

@@ -15,8 +15,10 @@ from zoo.training.schedule import Schedule
 
 @dataclass
 class DataConfig:
-    max_tokens: int = 1024  # token budget of a batch: batch size x longest padded sequence
-    max_len: int = 128  # training pairs with more tokens on either side are skipped
+    # Token budget of a batch: batch size x longest padded sequence. It bounds a batch's memory: a training pair
+    # wider than it is skipped (counted in the log), a validation or test item wider than it refused.
+    max_tokens: int = 1024
+    max_len: int = 128  # training pairs with more tokens on either side are skipped (counted in the log)
     num_workers: int = 0  # data loader worker processes (0: load in the training process)
 
     def __post_init__(self) -> None:

@@ -4,6 +4,12 @@ Composition has already rejected unknown fields, wrong types and unknown choices
 What is left are ranges, which live in each section's ``__post_init__``: OmegaConf
 never calls it, so this builds every section's dataclass once from the composed
 values and reports the first bad one as ``section.field=value must be ...``.
+
+A check that needs another section (a learned position table must be as long as the
+sequences ``data`` lets through) is the section's own business too, without the core
+naming any plugin: once every section has passed its own checks, a section's dataclass
+that defines ``check_composed(self, cfg)`` is handed the whole composed config, and a
+:class:`ConfigError` it raises is reported like a range, prefixed with its section.
 """
 from __future__ import annotations
 
@@ -32,13 +38,15 @@ def validate(cfg: DictConfig) -> None:
             f"zoo has no option {', '.join(unknown)}; `zoo train --cfg job` shows the options "
             "(to continue a run: resume=RUN_DIR)"
         )
-    for section, config_cls in PLAIN_SECTIONS.items():
-        _build(section, config_cls, _values(cfg[section]))
+    built = {section: _build(section, config_cls, _values(cfg[section]))
+             for section, config_cls in PLAIN_SECTIONS.items()}
     for kind in GROUP_KINDS:
         for group in kind.groups:
             if cfg.get(group) is not None:  # an optional group left null means the kind's own choice
                 values = _values(cfg[group])
-                _build(group, get(kind.name, values.pop("name")).cls.Config, values)
+                built[group] = _build(group, get(kind.name, values.pop("name")).cls.Config, values)
+    for section, config in built.items():
+        _check_composed(section, config, cfg)
     refuse_fp16_on_cpu(cfg.trainer)
     at_least(cfg, "samples", 0)
     between(cfg, "seed", 0, 2**32 - 1)
@@ -59,9 +67,20 @@ def _values(section: DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(section, resolve=True)
 
 
-def _build(section: str, config_cls: type, values: dict[str, Any]) -> None:
+def _build(section: str, config_cls: type, values: dict[str, Any]) -> Any:
     """Construct ``config_cls`` (running its ``__post_init__`` checks); an error names the section."""
     try:
-        config_cls(**values)
+        return config_cls(**values)
+    except ConfigError as error:
+        raise ConfigError(f"{section}.{error}") from None
+
+
+def _check_composed(section: str, config: Any, cfg: DictConfig) -> None:
+    """Run the section's checks against the rest of the config, if it has any; an error names the section."""
+    check = getattr(config, "check_composed", None)
+    if check is None:
+        return
+    try:
+        check(cfg)
     except ConfigError as error:
         raise ConfigError(f"{section}.{error}") from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -127,27 +128,68 @@ class ZooDataModule(L.LightningDataModule):
             self.encoded[split] = self._encode(split)
 
     def _encode(self, split: str) -> EncodedSplit:
-        """Training: one row per reference, without rows whose target is empty or longer than
-        ``max_len`` tokens (BOS/EOS included) or whose source is longer. Evaluation: one row per item."""
+        """One row per reference in training, per item (its first reference) in evaluation.
+
+        No row is wider than ``data.max_tokens``, a whole batch's token budget, so no batch
+        takes more memory than that budget allows. Training skips what it cannot use, with a
+        count in the log (:meth:`_unfit_for_training`); evaluation keeps every item, since
+        dropping one would change the score, and refuses a split holding one that is too wide.
+        """
         items = self.items[split]
         sources = self.task.encode_sources([item.source for item in items])
         references = [item.references if split == "train" else item.references[:1] for item in items]
         targets = iter(self.task.encode_targets([ref for refs in references for ref in refs]))
-        rows, sizes, skipped = [], [], 0
+        rows, sizes, skipped = [], [], Counter()
         for index, (source, refs) in enumerate(zip(sources, references)):
             source_size, fits = self.task.source_size(source), self.task.fits(source, self.max_len)
             for target in (next(targets) for _ in refs):
-                if split == "train" and (not target or not fits or len(target) + 1 > self.max_len):
-                    skipped += 1
+                size = max(source_size, len(target) + 1)
+                reason = self._unfit_for_training(target, fits, size) if split == "train" else None
+                if reason:
+                    skipped[reason] += 1
                     continue
                 rows.append((source, target, index))
-                sizes.append(max(source_size, len(target) + 1))
-        if skipped:
-            log.info("train: skipped %d pairs with an empty target or longer than data.max_len=%d tokens",
-                     skipped, self.max_len)
-        if not rows:
-            raise DataError(f"no training pair fits data.max_len={self.max_len} tokens; raise data.max_len")
+                sizes.append(size)
+        if split == "train":
+            self._report_skipped(skipped, rows)
+        else:
+            self._refuse_too_wide(split, rows, sizes)
         return EncodedSplit(rows, sizes)
+
+    def _unfit_for_training(self, target: list[int], source_fits: bool, size: int) -> str | None:
+        """Why a training pair is skipped, or None: an empty target, a side longer than ``data.max_len``
+        tokens (BOS/EOS included), or more positions than ``data.max_tokens`` (a batch of one would
+        exceed the budget; only when data.max_len is the larger, or a source is not text)."""
+        if not target:
+            return "with an empty target"
+        if not source_fits or len(target) + 1 > self.max_len:
+            return f"longer than data.max_len={self.max_len} tokens"
+        if size > self.max_tokens:
+            return f"wider than a whole batch, data.max_tokens={self.max_tokens}"
+        return None
+
+    def _report_skipped(self, skipped: Counter, rows: list) -> None:
+        """Log how many training pairs were skipped and why; none left is an error."""
+        why = ", ".join(f"{count} {reason}" for reason, count in skipped.items())
+        if not rows:
+            raise DataError(f"no training pair fits data.max_len={self.max_len} and data.max_tokens={self.max_tokens} "
+                            f"({why}); raise data.max_len (and data.max_tokens if it is the smaller)")
+        if skipped:
+            log.info("train: skipped %d of %d pairs: %s", skipped.total(), skipped.total() + len(rows), why)
+
+    def _refuse_too_wide(self, split: str, rows: list, sizes: list[int]) -> None:
+        """Refuse an evaluation split with an item wider than ``data.max_tokens``, naming the first (its id says
+        where it comes from, e.g. ``val:7``: line 7 of the val file): skipping it would change the score."""
+        too_wide = [(size, index) for (_, _, index), size in zip(rows, sizes) if size > self.max_tokens]
+        if not too_wide:
+            return
+        size, index = too_wide[0]
+        others = f" ({len(too_wide) - 1} more are too)" if len(too_wide) > 1 else ""
+        raise DataError(
+            f"{split} item {self.items[split][index].id} has {size} tokens, more than a batch may hold "
+            f"(data.max_tokens={self.max_tokens}){others}; raise data.max_tokens to "
+            f"{max(size for size, _ in too_wide)} (training batches may then grow as large) or remove the item"
+        )
 
     # ------------------------------------------------------------------ loaders
     def train_dataloader(self) -> DataLoader:

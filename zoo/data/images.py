@@ -20,7 +20,7 @@ from PIL import Image, UnidentifiedImageError
 
 from zoo.config.checks import Choice
 from zoo.contracts import ImageSource
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +42,29 @@ def as_image(source: ImageSource | str | os.PathLike) -> ImageSource:
 
 
 def read_rgb(image: ImageSource) -> Image.Image:
-    """The image as an RGB Pillow image; a missing or undecodable file is one line naming it."""
+    """The image as an RGB Pillow image; a file that is missing, a folder, empty, too large or undecodable is one
+    line naming it (truncated, damaged or no image at all: whatever a codec raises means the file cannot be used)."""
     if image.pixels is not None:
         return Image.fromarray(np.ascontiguousarray(image.pixels, dtype=np.uint8), "RGB")
+    path = Path(image.path)
+    if path.is_dir():
+        raise ImageError(f"{path} is a folder, not an image file; give the image files in it (e.g. {path / '*.jpg'})")
+    if not path.exists():
+        raise ImageError(f"image file {path} does not exist; check its path")
+    if path.stat().st_size == 0:
+        raise ImageError(f"image file {path} is empty (0 bytes); replace it with the image")
     try:
-        with Image.open(image.path) as opened:
+        with Image.open(path) as opened:
             return opened.convert("RGB")
-    except FileNotFoundError:
-        raise ImageError(f"image file {image.path} does not exist; check the dataset's image folder") from None
-    except (UnidentifiedImageError, OSError) as error:
-        raise ImageError(
-            f"cannot decode image {image.path} ({error}); replace or delete the file (with dataset.on_missing=skip "
-            "a deleted image is skipped)"
-        ) from None
+    except Image.DecompressionBombError:
+        raise ImageError(f"image {path} has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, too many to decode "
+                         "safely; shrink it (e.g. to at most 4000 pixels a side)") from None
+    except UnidentifiedImageError:
+        raise ImageError(f"cannot decode image {path}: it is not in an image format Pillow reads; give a PNG or "
+                         "JPEG file") from None
+    except Exception as error:  # noqa: BLE001 - whatever a codec raises, the file cannot be used
+        raise ImageError(f"cannot decode image {path} ({type(error).__name__}: {first_line(error)}); it may be "
+                         "truncated or damaged: replace the file") from None
 
 
 def square_pixels(image: ImageSource, size: int, fit: Fit = Fit.center) -> torch.Tensor:

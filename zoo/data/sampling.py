@@ -1,8 +1,10 @@
 """Length-bucketed sampling within a token budget.
 
 A batch holds as many examples as fit a token budget,
-``B * max(S, T) <= data.max_tokens`` (a single longer pair still gets a batch of
-its own). Sorting by size first means little padding (the bucketing of
+``B * max(S, T) <= data.max_tokens``. The budget bounds a batch's memory only if no
+single example exceeds it: the data module never gives one (it skips such training
+pairs and refuses such evaluation items); handed one, the sampler would give it a batch
+of its own. Sorting by size first means little padding (the bucketing of
 Sutskever et al., 2014 and of fairseq's token-based batches, Ott et al., 2019).
 """
 from __future__ import annotations

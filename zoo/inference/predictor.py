@@ -5,47 +5,26 @@ import dataclasses
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from omegaconf import OmegaConf
 
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
-from zoo.errors import ZooError, first_line
-
-
-class RunLoadError(ZooError):
-    """A run directory or its checkpoint cannot be used."""
-
-
-def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
-    """The checkpoint file that ``checkpoint`` names for the run in ``run_dir`` (see :meth:`Predictor.from_run`);
-    :class:`RunLoadError` when there is none."""
-    folder = run_dir / "checkpoints"
-    name = str(checkpoint)
-    if name in ("best", "last"):
-        ckpt = folder / f"{name}.ckpt"
-        if ckpt.is_file():
-            return ckpt
-        found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
-        have = f"it has {', '.join(found)}" if found else "it has none"
-        raise RunLoadError(f"no checkpoint {ckpt} ({have}); the run may not have finished a validation round")
-    path = Path(checkpoint)
-    bare = path.name == name  # a bare file name may also name a file under checkpoints/
-    if bare and (folder / name).is_file():
-        return folder / name
-    if path.is_file():
-        return path
-    also = f" (nor is {folder / name})" if bare else ""
-    raise RunLoadError(f"checkpoint {name} is not a file{also}; give best, last or the path of a .ckpt file")
+from zoo.errors import ZooError
+from zoo.inference.checkpoints import RunLoadError, check_belongs, checkpoint_file, module_from, read_checkpoint
+from zoo.inference.inputs import InputError, names_image_file, source_limit, undecodable
 
 
 class Predictor:
     """A trained model with its task's codecs, ready to turn sources into outputs.
 
     Built from a run directory alone (config, codecs, checkpoint), so it needs
-    neither the training data nor the process that trained it.
+    neither the training data nor the process that trained it. Each source is
+    checked on its own (:meth:`encode`): one that cannot be used is an
+    :class:`~zoo.inference.inputs.InputError` for it alone (:meth:`predictions`),
+    or stops :meth:`predict` naming its position.
     """
 
     def __init__(self, module: Any, task: Task, run_dir: Path) -> None:
@@ -53,17 +32,18 @@ class Predictor:
         self.task = task
         self.run_dir = Path(run_dir)
         self.decode_cfg = DecodeConfig(**module.cfg["decode"])
+        self.source_limit, self.source_limit_why = source_limit(module.cfg)
 
     @classmethod
     def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> "Predictor":
         """The run in ``run_dir`` with the weights of ``checkpoint``: ``best`` (the default), ``last``,
-        a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file.
+        a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file
+        that belongs to the run (see :mod:`zoo.inference.checkpoints`).
 
         The run's plugins are found from any folder and environment: the plugin folders it recorded
         (absolute), else the copies of their sources saved in the run (``plugins/``); a component still
         missing is an error naming it, where it came from and how to get it."""
         from zoo.data.datamodule import build_task
-        from zoo.training.module import ZooModule
         from zoo.training.provenance import PluginMissing, load_run_plugins
 
         run_dir = Path(run_dir)
@@ -78,34 +58,37 @@ class Predictor:
             raise RunLoadError(str(error)) from None
         task = build_task(cfg)
         task.load(run_dir)
-        if ckpt.stat().st_size == 0:
-            raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
-                               "(--checkpoint last) or retrain")
-        try:
-            module = ZooModule.load_from_checkpoint(str(ckpt), map_location="cpu")
-        except ZooError:
-            raise
-        except Exception as error:
-            reason = first_line(error)[:120]  # some errors (EOFError) have no text
-            raise RunLoadError(
-                f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}{': ' + reason if reason else ''}); "
-                "it may be truncated, corrupt or from another zoo version: use another checkpoint (--checkpoint last) "
-                "or retrain"
-            ) from error
-        return cls(module, task, run_dir)
+        stored = read_checkpoint(ckpt)
+        check_belongs(stored, ckpt, run_dir, OmegaConf.to_container(cfg, resolve=True), task)
+        return cls(module_from(stored, ckpt), task, run_dir)
+
+    def predict(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
+        """One output per source; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``.
+        A source that cannot be used stops it: an InputError naming the source's position (``source 3: ...``)."""
+        outputs = []
+        for position, result in enumerate(self.predictions(sources, batch_size, **decode_overrides), 1):
+            if isinstance(result, InputError):
+                raise InputError(f"source {position}: {result}")
+            outputs.append(result)
+        return outputs
+
+    def predictions(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> Iterator[str | InputError]:
+        """One result per source, in order, a batch at a time: its output, or the InputError saying why it
+        cannot be used (the others are still decoded)."""
+        decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
+        for start in range(0, len(sources), batch_size):
+            encoded = self.encode(sources[start : start + batch_size])
+            usable = [source for source in encoded if not isinstance(source, InputError)]
+            outputs = iter(self._generate(usable, decode) if usable else [])
+            yield from (source if isinstance(source, InputError) else next(outputs) for source in encoded)
 
     @torch.no_grad()
-    def predict(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
-        """One output per source; ``decode_overrides`` are DecodeConfig fields, e.g. ``strategy="beam", beam_size=5``."""
+    def _generate(self, encoded: Sequence[Any], decode: DecodeConfig) -> list[str]:
         from zoo.decoding import generate
 
-        decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
-        outputs: list[str] = []
-        for start in range(0, len(sources), batch_size):
-            batch = self.task.collate_sources(self.task.encode_sources(sources[start : start + batch_size]))
-            ids = generate(self.module.model, batch, decode, max_len=self.task.output_limit(batch))
-            outputs.extend(self.task.decode_targets(ids))
-        return outputs
+        batch = self.task.collate_sources(encoded)
+        ids = generate(self.module.model, batch, decode, max_len=self.task.output_limit(batch))
+        return self.task.decode_targets(ids)
 
     def translate(self, sentences: Sequence[str], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
         """:meth:`predict` under the name a translation user looks for."""
@@ -122,6 +105,57 @@ class Predictor:
         if self.task.source_kind != kind:
             raise RunLoadError(f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
                                f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it")
+
+    # ------------------------------------------------------------------ checking sources
+    def encode(self, sources: Sequence[Any]) -> list[Any]:
+        """Each source as the model reads it, or the InputError that says why it cannot be used."""
+        refusals = [self._refusal(source) for source in sources]
+        encoded = iter(self._encode_each([source for source, refusal in zip(sources, refusals) if refusal is None]))
+        return [self._within_limit(next(encoded)) if refusal is None else refusal for refusal in refusals]
+
+    def check(self, source: Any) -> None:
+        """Raise the InputError of a source that cannot be used (attention pictures need one that can)."""
+        (encoded,) = self.encode([source])
+        if isinstance(encoded, InputError):
+            raise encoded
+
+    def _refusal(self, source: Any) -> InputError | None:
+        """Why a text source cannot reach the tokenizer at all (image sources are checked as they are decoded)."""
+        if self.task.source_kind != "text" or not isinstance(source, str):
+            return None
+        where = undecodable(source)
+        if where is not None:
+            return InputError(f"the text is not valid UTF-8 ({where}); save the input as UTF-8")
+        if names_image_file(source):
+            name = source.strip()
+            return InputError(f"the text names an image file ({name}), but run {self.run_dir} reads text, not images; "
+                              f"caption images with a captioning run (zoo caption RUN {name})")
+        return None
+
+    def _encode_each(self, sources: Sequence[Any]) -> list[Any]:
+        """The sources encoded together; when that fails, one by one, so a bad one (an image that cannot be
+        decoded) costs only itself, and a batch of good ones is still decoded (and cached) together."""
+        if not sources:
+            return []
+        try:
+            return list(self.task.encode_sources(sources))
+        except ZooError:
+            return [self._encode_one(source) for source in sources]
+
+    def _encode_one(self, source: Any) -> Any:
+        try:
+            return self.task.encode_sources([source])[0]
+        except ZooError as error:
+            return InputError(str(error))
+
+    def _within_limit(self, encoded: Any) -> Any:
+        """``encoded``, or an InputError when it has more tokens than the run accepts (see inputs.LENGTH_FACTOR)."""
+        if isinstance(encoded, InputError) or self.task.fits(encoded, self.source_limit):
+            return encoded
+        return InputError(
+            f"the text has {self.task.source_size(encoded)} tokens, more than the {self.source_limit} that run "
+            f"{self.run_dir} accepts ({self.source_limit_why}); split it into sentences, one per line"
+        )
 
     def attention_maps(self, source: Any) -> list[Path]:
         """PNG pictures of one source's attention under ``run_dir/attention/<source>/``: heatmaps for a
@@ -151,7 +185,8 @@ class Predictor:
         return self.run_dir / "attention" / slug
 
     def _with_wandb(self, write: Any, source: Any) -> Any:
-        """Call a writer of :mod:`zoo.viz` for ``source``, logging to W&B when the training run did."""
+        """Call a writer of :mod:`zoo.viz` for a usable ``source``, logging to W&B when the training run did."""
+        self.check(source)  # before a folder or a W&B run is made for it
         wandb_run = self._wandb_run("attention")
         try:
             return write(

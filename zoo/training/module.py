@@ -19,16 +19,33 @@ from zoo.training.evaluation import MetricSuite
 from zoo.training.schedule import warmup_then_decay
 
 
-class NonFiniteTrainingError(ZooError):
-    """Training produced a NaN or infinite value; the run stops and keeps the checkpoints written before."""
+class DivergenceError(ZooError):
+    """Training diverged (a NaN or infinite value, or a loss far above chance); the run stops and keeps the
+    checkpoints written before."""
 
 
-class NonFiniteLossError(NonFiniteTrainingError):
-    """The training loss of a step is NaN or infinite (checked before it reaches the weights)."""
+class NonFiniteLossError(DivergenceError):
+    """A loss is NaN or infinite: a training step's (checked before it reaches the weights) or an evaluation's."""
 
 
-class NonFiniteWeightsError(NonFiniteTrainingError):
+class LossDivergedError(DivergenceError):
+    """A finite training loss far above chance level (:data:`DIVERGENCE_FACTOR`)."""
+
+
+class NonFiniteWeightsError(DivergenceError):
     """The weights hold NaN or inf at a checkpoint (a non-finite gradient with a finite loss); it is not written."""
+
+
+#: A training loss above this many times chance level, ln(target vocabulary size), is divergence.
+#:
+#: Predicting every target token as equally likely costs ln V a token (chance level), and a freshly
+#: initialised model starts there: learning only brings the loss down. A mean loss ten times higher
+#: puts V^-10 on the right token on average (about 1e-30 for a vocabulary of a thousand): logits grown
+#: without bound, which a learning rate too high or an overflow produces within a few steps, and the
+#: noisy steps of a working run never come near. Tied to chance rather than to the run's lowest loss
+#: so far, the rule keeps no state (nothing to resume, the same on every process) and does not fire
+#: when a run that has memorised its data (a loss near 0) meets a harder batch.
+DIVERGENCE_FACTOR = 10
 
 
 def likely_causes(cfg: dict, lr_now: float | None) -> str:
@@ -69,6 +86,9 @@ class ZooModule(L.LightningModule):
         self._reset_evaluation()
         self.results: dict[str, dict[str, Any]] = {}  # split -> scores and hypotheses of the latest evaluation
         self._saved_step: int | None = None  # global step of the latest checkpoint written
+        self.target_vocab_size = target_vocab_size
+        self.divergence_limit = DIVERGENCE_FACTOR * math.log(target_vocab_size)  # chance level, ln V, times the factor
+        self._latest_batch: dict | None = None  # the latest training batch, checked again before a checkpoint
 
     # ------------------------------------------------------------------ training
     def _loss(self, batch: dict) -> torch.Tensor:
@@ -77,31 +97,45 @@ class ZooModule(L.LightningModule):
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         loss = self._loss(batch)
-        # Every step, before backward: a NaN never reaches the weights, and the run stops at the step it
-        # happens. On a GPU this waits for the forward pass (one sync per step); under DDP the processes
-        # agree (one scalar all-reduce), so all of them stop together instead of one waiting for the others.
-        if not self.trainer.strategy.reduce_boolean_decision(bool(torch.isfinite(loss)), all=True):
-            raise self._nonfinite_loss(loss)
+        # Every step, before backward: a NaN or a divergence never reaches the weights, and the run stops
+        # at the step it happens.
+        self._check_training_loss(loss, f"at step {self.trainer.global_step}",
+                                  "stopped before this step updated the weights")
+        self._latest_batch = batch
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["source"].size(0))
         return loss
 
-    def _nonfinite_loss(self, loss: torch.Tensor) -> NonFiniteLossError:
+    def _check_training_loss(self, loss: torch.Tensor, when: str, consequence: str) -> None:
+        """Raise a :class:`DivergenceError` unless ``loss`` is finite and at most :attr:`divergence_limit`.
+
+        On a GPU this waits for the forward pass (one sync); under DDP the processes agree (one scalar
+        all-reduce), so all of them stop together instead of one waiting for the others.
+        """
         value = float(loss.detach())
-        what = f"is {value}" if not math.isfinite(value) else f"is non-finite on another process ({value:.4g} here)"
-        return NonFiniteLossError(
-            f"training loss {what} at step {self.trainer.global_step} (epoch {self.trainer.current_epoch}); "
-            f"stopped before this step updated the weights, {self._kept_checkpoint()}; "
-            f"{likely_causes(self.cfg, self._lr())}"
-        )
+        healthy = math.isfinite(value) and value <= self.divergence_limit
+        if self.trainer.strategy.reduce_boolean_decision(healthy, all=True):
+            return
+        then = f"{when} (epoch {self.trainer.current_epoch}); {consequence}, {self._kept_checkpoint()}; " \
+               f"{likely_causes(self.cfg, self._lr())}"
+        if not math.isfinite(value):
+            raise NonFiniteLossError(f"training loss is {value} {then}")
+        if value > self.divergence_limit:
+            raise LossDivergedError(
+                f"training loss is {value:.4g}, over {DIVERGENCE_FACTOR}x chance level ({self.divergence_limit:.4g}: "
+                f"{DIVERGENCE_FACTOR} x ln of {self.target_vocab_size} target tokens), so training diverged {then}")
+        raise DivergenceError(f"training loss is non-finite or diverged on another process ({value:.4g} here) {then}")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Refuse to write non-finite weights over a good checkpoint.
+        """Refuse to write a checkpoint from bad weights over a good one.
 
-        The loss check catches a divergence before backward; only a non-finite gradient with a
-        finite loss (an overflow in backward) gets NaN into the weights, and the next step's loss
-        would stop the run, but a validation (so a checkpoint) may come first. One pass over the
-        weights per checkpoint, nothing per step. (A per-step gradient check would cost a sync and
-        would be wrong under fp16-mixed, whose GradScaler skips steps with inf gradients by design.)
+        Two checks, once per checkpoint, nothing per step. The weights must be finite: the loss check
+        runs before backward, so a non-finite gradient with a finite loss (an overflow in backward)
+        could otherwise reach a checkpoint. And the loss they give on the latest training batch must
+        be healthy: the check before each update never sees what the last update did, so a run whose
+        final step (or the step before a timed or a signal's checkpoint) made the weights diverge would
+        otherwise be saved, and tested. One forward pass without dropout or gradients (nothing random is
+        drawn, so a resumed run draws what it would have). (A per-step gradient check would cost a sync
+        and would be wrong under fp16-mixed, whose GradScaler skips steps with inf gradients by design.)
         """
         if not bool(torch.stack([torch.isfinite(p).all() for p in self.parameters()]).all()):
             raise NonFiniteWeightsError(
@@ -109,7 +143,24 @@ class ZooModule(L.LightningModule):
                 f"though the training loss was finite (an overflow in the gradients or the update); "
                 f"the checkpoint is not written, {self._kept_checkpoint()}; {likely_causes(self.cfg, self._lr())}"
             )
+        if self._latest_batch is not None:
+            self._check_training_loss(self._loss_without_training(self._latest_batch),
+                                      f"on the batch of step {self.trainer.global_step - 1} after its update",
+                                      "the checkpoint is not written")
         self._saved_step = self.trainer.global_step
+
+    def _loss_without_training(self, batch: dict) -> torch.Tensor:
+        """The loss on ``batch`` in evaluation mode (no dropout) and without gradients; the mode is restored."""
+        training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                return self._loss(batch)
+        finally:
+            self.train(training)
+
+    def on_train_end(self) -> None:
+        self._latest_batch = None  # training is over: no checkpoint follows
 
     def _kept_checkpoint(self) -> str:
         callback = self.trainer.checkpoint_callback
@@ -172,6 +223,7 @@ class ZooModule(L.LightningModule):
         shares = self._gathered()
         self._reset_evaluation()
         loss = sum(share["loss_sum"] for share in shares) / torch.tensor(sum(share["rows"] for share in shares))
+        self._check_evaluation_loss(split, loss)
         self.log(f"{split}/loss", loss, batch_size=1)
         order = {index: hyp for share in shares for indices, hyps in share["outputs"]
                  for index, hyp in zip(indices, hyps)}
@@ -183,6 +235,20 @@ class ZooModule(L.LightningModule):
         for name, score in scores.items():
             self.log(f"{split}/{name}", score, prog_bar=name == self.metrics.monitor)
         self.results[split] = {"scores": scores, "items": items, "hypotheses": hypotheses}
+
+    def _check_evaluation_loss(self, split: str, loss: torch.Tensor) -> None:
+        """Stop on a NaN or infinite evaluation loss: the model's outputs are not finite, so neither its scores
+        nor a checkpoint of it mean anything. Called before a validation's results are logged, so before its
+        checkpoints are written; every process computes the same loss from the gathered shares, so all agree."""
+        if torch.isfinite(loss):
+            return
+        name = "validation" if split == "val" else split
+        kept = f"no checkpoint is written for it, {self._kept_checkpoint()}" if split == "val" else \
+            "the checkpoints stay as they are"
+        raise NonFiniteLossError(
+            f"{name} loss is {float(loss)} at step {self.trainer.global_step} (epoch {self.trainer.current_epoch}): "
+            f"the model's outputs hold nan/inf; {kept}; {likely_causes(self.cfg, self._lr())}"
+        )
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         self._evaluate_step(batch, self.val_decode, "val")
