@@ -1,0 +1,160 @@
+"""A run's checkpoint: which file a name means, reading it, and whether it belongs to the run.
+
+``zoo translate RUN --checkpoint FILE`` builds the network from FILE (every checkpoint stores the
+whole config it was trained with) but reads and writes text with RUN's codecs (its tokenizers).
+A checkpoint from a run with another task, other data or another network would load, and then
+crash deep inside the model or print fluent nonsense; it is refused instead, in one line.
+
+What "the same run" means is judged by what the weights mean, not by how they were found: the
+config sections that build the task, its codecs and the network (every component group, from
+``task``, ``dataset`` and ``tokenizer`` to ``decoder`` and the attention groups, and ``model``)
+must be equal, and the sizes the checkpoint stored for its source and target vocabulary must be
+what the run's codecs give. Everything else may differ (``seed``, ``optim``, ``trainer``,
+``decode``, ``data`` loading, loggers, metrics): best and last, a copy of either, or the
+checkpoint of a seed sibling (same data, same network, another seed) all translate correctly with
+the run's codecs, so all are accepted. The sizes catch what the config cannot: a dataset whose
+files changed under the same path, or a ``tokenizers/`` folder copied from another run (a new
+vocabulary of exactly the old sizes would still pass unseen).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from zoo.contracts import Task
+from zoo.errors import ZooError, first_line
+from zoo.registry.kinds import GROUP_KINDS
+
+#: The config sections that decide what a checkpoint's weights mean (see the module docstring).
+MEANING_SECTIONS: tuple[str, ...] = (*(group for kind in GROUP_KINDS for group in kind.groups), "model")
+#: The hyperparameters a zoo checkpoint stores (zoo.training.module.ZooModule's arguments).
+STORED = ("cfg", "source", "target_vocab_size")
+#: Differences named in a refusal; more are counted.
+SHOWN_DIFFERENCES = 3
+_NONE = "(none)"  # a key one side lacks
+
+
+class RunLoadError(ZooError):
+    """A run directory or its checkpoint cannot be used."""
+
+
+def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
+    """The checkpoint file that ``checkpoint`` names for the run in ``run_dir`` (see :meth:`Predictor.from_run`);
+    :class:`RunLoadError` when there is none."""
+    folder = run_dir / "checkpoints"
+    name = str(checkpoint)
+    if name in ("best", "last"):
+        ckpt = folder / f"{name}.ckpt"
+        if ckpt.is_file():
+            return ckpt
+        found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
+        have = f"it has {', '.join(found)}" if found else "it has none"
+        raise RunLoadError(f"no checkpoint {ckpt} ({have}); the run may not have finished a validation round")
+    path = Path(checkpoint)
+    bare = path.name == name  # a bare file name may also name a file under checkpoints/
+    if bare and (folder / name).is_file():
+        return folder / name
+    if path.is_file():
+        return path
+    also = f" (nor is {folder / name})" if bare else ""
+    raise RunLoadError(f"checkpoint {name} is not a file{also}; give best, last or the path of a .ckpt file")
+
+
+def read_checkpoint(ckpt: Path) -> dict[str, Any]:
+    """The contents of a zoo checkpoint (tensors only: nothing in it is run); one line when it is not one."""
+    if ckpt.stat().st_size == 0:
+        raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
+                           "(--checkpoint last) or retrain")
+    try:
+        checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+    except Exception as error:
+        reason = first_line(error)[:120]  # some errors (EOFError) have no text
+        raise RunLoadError(
+            f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}{': ' + reason if reason else ''}); "
+            "it may be truncated, corrupt or from another zoo version: use another checkpoint (--checkpoint last) "
+            "or retrain"
+        ) from error
+    stored = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
+    if not isinstance(stored, dict) or not all(key in stored for key in STORED) or "state_dict" not in checkpoint:
+        raise RunLoadError(f"{ckpt} is not a zoo checkpoint (it holds no zoo config and weights); "
+                           "give best, last or a .ckpt file that `zoo train` wrote")
+    return checkpoint
+
+
+def module_from(checkpoint: dict[str, Any], ckpt: Path) -> Any:
+    """The trained :class:`~zoo.training.module.ZooModule` a checkpoint read by :func:`read_checkpoint` holds."""
+    from zoo.training.module import ZooModule
+
+    module = ZooModule(**{key: checkpoint["hyper_parameters"][key] for key in STORED})
+    try:
+        module.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as error:  # weights of other shapes or names than the stored config builds
+        raise RunLoadError(f"checkpoint {ckpt} cannot be loaded ({first_line(error)[:120]}); it may be corrupt or "
+                           "from another zoo version: use another checkpoint (--checkpoint last) or retrain") from None
+    return module
+
+
+def check_belongs(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: dict, task: Task) -> None:
+    """Refuse a checkpoint whose weights mean something else than ``run_dir``'s codecs (module docstring)."""
+    why = mismatch(checkpoint["hyper_parameters"], cfg, task)
+    if why is not None:
+        raise RunLoadError(f"checkpoint {ckpt} does not fit run {run_dir}: {why}; use one of the run's own checkpoints "
+                           f"(--checkpoint best or last){_own_run(ckpt, run_dir)}")
+
+
+def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
+    """Why weights trained with ``stored`` (a checkpoint's hyperparameters) cannot serve a run with config ``cfg``
+    and the codecs of ``task``, or None when they can."""
+    theirs, ours = stored["cfg"]["task"]["name"], cfg["task"]["name"]
+    if theirs != ours:
+        return f"it was trained for {theirs}, the run does {ours}"
+    differences = _differences(_meaning(stored["cfg"]), _meaning(cfg))
+    if differences:
+        return f"it was trained with another task, data or network: {differences}"
+    sizes = _differences(_sizes(stored["source"], stored["target_vocab_size"]),
+                         _sizes(dataclasses.asdict(task.source_description()), task.target_vocab_size))
+    if sizes:
+        return (f"its ids mean other tokens than the run's tokenizers/ give ({sizes}): it comes from a run on other "
+                "data, or the run's tokenizers/ were replaced")
+    return None
+
+
+def _meaning(cfg: dict) -> dict[str, Any]:
+    """The meaning sections of a config as ``{dotted.key: value}`` (lists stay whole)."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}", inner)
+        else:
+            flat[prefix] = value
+
+    for section in MEANING_SECTIONS:
+        walk(section, cfg.get(section))
+    return flat
+
+
+def _sizes(source: dict[str, Any], target_vocab_size: int) -> dict[str, Any]:
+    """What the network was sized for: the source description's fields and the target vocabulary."""
+    return {**{f"source.{key}": value for key, value in source.items()}, "target_vocab_size": target_vocab_size}
+
+
+def _differences(theirs: dict[str, Any], ours: dict[str, Any]) -> str:
+    """``key=theirs vs the run's ours`` for the first keys whose values differ, and how many more; "" if none."""
+    keys = [key for key in {**theirs, **ours} if theirs.get(key, _NONE) != ours.get(key, _NONE)]
+    shown = [f"{key}={theirs.get(key, _NONE)} vs the run's {ours.get(key, _NONE)}" for key in keys[:SHOWN_DIFFERENCES]]
+    more = len(keys) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def _own_run(ckpt: Path, run_dir: Path) -> str:
+    """``, or use it with its own run (RUN)`` when the checkpoint lies in another run directory's checkpoints/."""
+    folder = ckpt.resolve().parent
+    run = folder.parent
+    if folder.name == "checkpoints" and (run / "config.yaml").is_file() and run != run_dir.resolve():
+        return f", or use it with its own run ({run})"
+    return ""
