@@ -42,9 +42,11 @@ class NonFiniteWeightsError(DivergenceError):
 #: initialised model starts there: learning only brings the loss down. A mean loss ten times higher
 #: puts V^-10 on the right token on average (about 1e-30 for a vocabulary of a thousand): logits grown
 #: without bound, which a learning rate too high or an overflow produces within a few steps, and the
-#: noisy steps of a working run never come near. Tied to chance rather than to the run's lowest loss
-#: so far, the rule keeps no state (nothing to resume, the same on every process) and does not fire
-#: when a run that has memorised its data (a loss near 0) meets a harder batch.
+#: noisy steps of a working run never come near (the default GRU and Transformer recipes stay under
+#: 1.13 x chance over their first 400 steps; optim.lr=1e6 is at 2.5e4 x after one step). Tied to
+#: chance rather than to the run's lowest loss so far, the rule keeps no state (nothing to resume,
+#: the same on every process) and does not fire when a run that has memorised its data (a loss near
+#: 0) meets a harder batch.
 DIVERGENCE_FACTOR = 10
 
 
