@@ -104,8 +104,14 @@ class Case:
 
 
 
-def assert_refused(case: Case, here: Path, finished_run: Path, request) -> None:
-    """Run ``case`` in the empty folder ``here`` and check everything the battery promises (module docstring)."""
+def battery_cases(modules) -> list[Case]:
+    """Every case of the battery's modules (``test_bad_inputs*.py``), in their order."""
+    return [case for module in modules for case in module.CASES]
+
+
+def assert_refused(case: Case, here: Path, finished_run: Path, request) -> str:
+    """Run ``case`` in the empty folder ``here``, check everything the battery promises (module docstring) and
+    return the error line."""
     if case.copy:
         shutil.copytree(request.getfixturevalue(case.copy), here / "run")
     if case.files is not None:
@@ -130,3 +136,4 @@ def assert_refused(case: Case, here: Path, finished_run: Path, request) -> None:
     new = [path for path in after if path not in before]
     assert not [p for p in new if p.endswith((".ckpt", "metrics.csv"))], f"training started: {new}"
     assert not new, f"a refused command left files behind: {new}"
+    return lines[0]

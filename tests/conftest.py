@@ -47,13 +47,32 @@ def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = 
     return proc
 
 
+def train_finished_run(work: Path) -> Path:
+    """A real, tiny training run in ``work/run``."""
+    work.mkdir(parents=True, exist_ok=True)
+    run_zoo("train", *TINY, f"hydra.run.dir={work / 'run'}", cwd=work)
+    return work / "run"
+
+
+def train_plugin_run(work: Path) -> Path:
+    """A tiny run in ``work/run`` trained with the README's folder plugin (the `distance` scorer), whose plugin
+    folder is gone since."""
+    import shutil
+
+    from test_readme import fenced_block_after
+
+    (work / "my_plugins").mkdir(parents=True)
+    (work / "my_plugins" / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
+    run_zoo("train", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8",
+            "plugin_dirs=[my_plugins]", "attention=distance", f"hydra.run.dir={work / 'run'}", cwd=work)
+    shutil.rmtree(work / "my_plugins")
+    return work / "run"
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory) -> Path:
     """One real, tiny training run shared by the tests that only read a finished run."""
-    work = tmp_path_factory.mktemp("trained")
-    run_dir = work / "run"
-    run_zoo("train", *TINY, f"hydra.run.dir={run_dir}", cwd=work)
-    return run_dir
+    return train_finished_run(tmp_path_factory.mktemp("trained"))
 
 
 @pytest.fixture(scope="session")
@@ -64,18 +83,8 @@ def finished_run(trained_run) -> Path:
 
 @pytest.fixture(scope="session")
 def plugin_run(tmp_path_factory) -> Path:
-    """A tiny run trained with the README's folder plugin (the `distance` scorer), whose plugin folder is gone since."""
-    import shutil
-
-    from test_readme import fenced_block_after
-
-    work = tmp_path_factory.mktemp("plugin")
-    (work / "my_plugins").mkdir()
-    (work / "my_plugins" / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
-    run_zoo("train", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8",
-            "plugin_dirs=[my_plugins]", "attention=distance", f"hydra.run.dir={work / 'run'}", cwd=work)
-    shutil.rmtree(work / "my_plugins")
-    return work / "run"
+    """A run made with a folder plugin that is gone since (:func:`train_plugin_run`)."""
+    return train_plugin_run(tmp_path_factory.mktemp("plugin"))
 
 
 # How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
