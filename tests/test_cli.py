@@ -134,13 +134,19 @@ def test_wandb_logger_writes_an_offline_run(tmp_path):
 
 
 def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
-    proc = run_zoo("train", "-m", *TINY, "decode.beam_size=2,0", "decode.strategy=beam",
+    """Every value passed the checks made before job 0; the second corpus fails only when its job reads it."""
+    for root, english_lines in (("good", 6), ("uneven", 2)):
+        for split in ("train", "val", "test_2016_flickr"):
+            (tmp_path / root).mkdir(exist_ok=True)
+            (tmp_path / root / f"{split}.de").write_text("".join(f"ein satz {i}\n" for i in range(6)))
+            (tmp_path / root / f"{split}.en").write_text("".join(f"a sentence {i}\n" for i in range(english_lines)))
+    proc = run_zoo("train", "-m", "dataset=parallel", "dataset.root=good,uneven", "trainer.max_epochs=1", *TINY[1:],
                    f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, check=False)
     assert proc.returncode == 1
-    assert "1 job(s) of the sweep failed" in proc.stderr and "decode.beam_size=0 must be >= 1" in proc.stderr
+    assert "1 job(s) of the sweep failed" in proc.stderr and "uneven/train.de has 6 lines" in proc.stderr
     good, bad = (json.loads((tmp_path / "sweep" / job / "summary.json").read_text()) for job in ("0", "1"))
     assert good["status"] == "finished" and good["schema_version"] == 1
-    assert bad["status"] == "failed" and "beam_size=0" in bad["reason"] and "decode.beam_size=0" in bad["overrides"]
+    assert bad["status"] == "failed" and bad["reason"].startswith("CorpusError") and "dataset.root=uneven" in bad["overrides"]
 
 
 def test_translate_stdin_keeps_one_output_line_per_input_line(trained_run, tmp_path):

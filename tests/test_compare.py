@@ -223,3 +223,26 @@ def test_recipes_label_their_rows_and_settings_differing_within_one_recipe_follo
               config)
     labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
     assert labels == {"model=gru optim.lr=0.001", "model=gru optim.lr=0.002", "model=tf optim.lr=0.001"}
+
+
+def test_the_dashboard_says_on_its_page_what_it_cannot_read(tmp_path):
+    """A watched folder removed while the dashboard serves it: the page says so in one line and keeps reloading."""
+    import shutil
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from zoo.report.serve import make_server
+
+    write(tmp_path / "runs" / "a", summary("gru", {"bleu": 20.0}))
+    server = make_server([tmp_path / "runs"], port=0, refresh=7)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    shutil.rmtree(tmp_path / "runs")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/")
+    finally:
+        server.shutdown()
+        server.server_close()
+    page = answer.value.read().decode()
+    assert answer.value.code == 500 and "zoo: error: no such file or folder" in page and 'content="7"' in page

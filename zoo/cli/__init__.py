@@ -1,12 +1,12 @@
 """The ``zoo`` command: train (Hydra), list, translate, caption, attention, features, compare, dashboard."""
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.metadata
 import os
 import sys
 
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import VERBOSE_VARIABLE, ZooError, report
 
 # command -> (module:function under zoo.cli, one-line description)
@@ -38,10 +38,15 @@ def usage() -> str:
     return text + "\n\n  --verbose  print the traceback behind an error (also ZOO_VERBOSE=1 or HYDRA_FULL_ERROR=1)"
 
 
+#: zoo's own flags, which stand before the command.
+FLAGS = ("--help", "--verbose", "--version")
+
+
 def unknown_command(name: str) -> str:
-    close = difflib.get_close_matches(name, COMMANDS, n=1)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    return f"unknown command '{name}'; {hint}commands: {', '.join(COMMANDS)} (zoo --help describes them)"
+    """The line for a first argument that is neither a command nor one of zoo's flags, with the closest."""
+    known = FLAGS if name.startswith("-") else COMMANDS
+    return with_hint(f"unknown {'option' if name.startswith('-') else 'command'} '{name}'", did_you_mean(name, known),
+                     f"commands: {', '.join(COMMANDS)}; options: {', '.join(FLAGS)} (zoo --help describes them)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,14 +2,28 @@
 from __future__ import annotations
 
 import argparse
+import re
 import typing
+
+from zoo.config.suggest import did_you_mean, with_hint
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, like every other zoo error (argparse adds its usage)."""
+    """An argument parser whose errors are one line, like every other zoo error (argparse adds its usage);
+    a mistyped option or choice is answered with the closest one."""
 
     def error(self, message: str) -> typing.NoReturn:
+        message = with_hint(message, self.suggestion(message))
         self.exit(2, f"zoo: error: {message} (`{self.prog} --help` lists the options)\n")
+
+    def suggestion(self, message: str) -> str:
+        """``did you mean ...?`` for argparse's complaint about an unknown option or an invalid choice."""
+        invalid = re.search(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)", message)
+        if invalid is not None:
+            return did_you_mean(invalid["given"], re.findall(r"'([^']*)'", invalid["choices"]))
+        unrecognized = message.removeprefix("unrecognized arguments: ") if message.startswith("unrecognized") else ""
+        flags = [word.split("=")[0] for word in unrecognized.split() if word.startswith("-")]
+        return did_you_mean(flags[0], self._option_string_actions) if flags else ""
 
 
 def integer(text: str, what: str = "int value") -> int:

@@ -3,8 +3,9 @@ and the optional groups that offer a kind's components again (``cross_attention`
 from __future__ import annotations
 
 from zoo.cli.args import CommandParser
-
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.registry.entries import FieldInfo
+from zoo.registry.kinds import Kind
 
 # Comments of one component start in the same column, unless a field is wider than this.
 ALIGN_AT_MOST = 48
@@ -19,11 +20,9 @@ def run(args: list[str], description: str) -> None:
     from zoo.registry.discovery import discover
 
     discover()
-    if opts.kind and opts.kind not in registry.KIND_NAMES:
-        raise registry.RegistryError(f"unknown kind '{opts.kind}'; kinds are: {', '.join(registry.KIND_NAMES)}")
-    for kind in registry.KINDS:
-        if opts.kind and kind.name != opts.kind:
-            continue
+    kinds = [registry.kind(opts.kind)] if opts.kind else list(registry.KINDS)
+    check_filter(opts.filter, kinds)
+    for kind in kinds:
         shown = [e for e in registry.entries(kind.name) if opts.filter in e.name]
         if not shown:
             continue
@@ -39,6 +38,18 @@ def run(args: list[str], description: str) -> None:
             for line in field_lines(entry.fields()):
                 print(line)
         print()
+
+
+def check_filter(text: str, kinds: list[Kind]) -> None:
+    """Refuse a ``--filter`` no component's name contains (an empty list would look like no components),
+    naming the closest name."""
+    from zoo import registry
+
+    known = [entry.name for kind in kinds for entry in registry.entries(kind.name)]
+    if not any(text in name for name in known):
+        listing = f"zoo list {kinds[0].name}" if len(kinds) == 1 else "zoo list"
+        raise registry.RegistryError(with_hint(f"--filter {text}: no component's name contains '{text}'",
+                                               did_you_mean(text, known), f"`{listing}` shows them all"))
 
 
 def field_lines(fields: list[FieldInfo]) -> list[str]:

@@ -1,12 +1,14 @@
 """``zoo compare``: a leaderboard of configurations over seeds."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from zoo.cli.args import CommandParser
 
 
 def run(args: list[str], description: str) -> None:
     from zoo.registry.discovery import discover
-    from zoo.report.compare import FORMATS, compare, write_report
+    from zoo.report.compare import FORMATS, check_report_file, compare, write_report
 
     discover()  # metric plugins: significance tests rebuild them by name
 
@@ -21,6 +23,8 @@ def run(args: list[str], description: str) -> None:
                                            "(bootstrap over seeds and test items)")
     parser.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report (charts, samples)")
     opts = parser.parse_args(args)
+    if opts.html:
+        check_report_file(Path(opts.html))  # before the table: a refused command prints nothing
     by = [key.strip() for key in opts.by.split(",") if key.strip()]
     print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format, baseline=opts.baseline))
     if opts.html:

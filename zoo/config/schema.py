@@ -5,6 +5,9 @@ group, typed by the chosen plugin's own dataclass (the registry stores it), and
 appears in the primary config's defaults list; so does each optional group of a
 kind (:data:`zoo.registry.kinds.OPTIONAL_GROUPS`, e.g. ``cross_attention``), null
 unless chosen. The plain sections come from :mod:`zoo.config.sections`.
+
+:func:`check_keys` refuses a composed config's keys that the schema lacks: Hydra's
+``+KEY=VALUE`` adds a key even to a typed section, which nothing would read.
 """
 from __future__ import annotations
 
@@ -13,10 +16,13 @@ from dataclasses import field
 from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
-from zoo.config.checks import Choice
+from zoo.config.checks import Choice, ConfigError
 from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
+from zoo.config.overrides import fields_shown
+from zoo.config.suggest import close_matches, with_hint
+from zoo.registry.entries import get
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
@@ -80,3 +86,46 @@ ZooConfig.__module__ = __name__
 ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optional group), plus the plain sections."
 
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
+
+#: The plain sections (data, model, optim, trainer, decode, logger) and their dataclasses.
+PLAIN_SECTIONS: dict[str, type] = {f.name: f.type for f in dataclasses.fields(ZooConfig) if dataclasses.is_dataclass(f.type)}
+#: Where a user reads the options a section or the whole config has.
+SHOWN_BY_CFG_JOB = "`zoo train --cfg job` shows the options"
+
+
+def check_keys(cfg: DictConfig) -> None:
+    """Refuse a key the schema lacks, naming the closest one it has, and a kind's group left without a choice.
+
+    ``+attention.temprature=5`` composes (Hydra's ``+`` opens even a typed section), and the section's
+    dataclass would refuse the key only when built; ``~encoder`` leaves the run without an encoder.
+    """
+    refuse_unknown(cfg, "", _field_names(ZooConfig), "zoo has no option",
+                   f"{SHOWN_BY_CFG_JOB}; to continue a run: resume=RUN_DIR")
+    for section, config_cls in PLAIN_SECTIONS.items():
+        refuse_unknown(cfg[section], section, _field_names(config_cls), f"{section} has no field", SHOWN_BY_CFG_JOB)
+    for kind in GROUP_KINDS:
+        for group in kind.groups:
+            if OmegaConf.is_missing(cfg, group):
+                raise ConfigError(f"~{group} leaves the run with no {kind.name}, and every run needs one; "
+                                  f"choose one with {group}=NAME (`zoo list {kind.name}` lists them)")
+            chosen = cfg[group]
+            if chosen is not None:  # an optional group left null: the kind's own choice
+                fields = _field_names(get(kind.name, chosen.name).config_cls)
+                refuse_unknown(chosen, group, fields, f"{group}={chosen.name} has no field",
+                               fields_shown(kind.name, sorted(fields - {"name", "defaults"})))
+
+
+def refuse_unknown(node: DictConfig, section: str, known: set[str], refusal: str, where: str) -> None:
+    """Refuse the first key of ``node`` (the config, or its ``section``) that is not ``known``:
+    ``REFUSAL KEY; did you mean SECTION.CLOSEST? (WHERE)``."""
+    unknown = [str(key) for key in node.keys() if key not in known]
+    if not unknown:
+        return
+    prefix = f"{section}." if section else ""
+    close = close_matches(unknown[0], known - {"name", "defaults"})
+    hint = f"did you mean {prefix}{close[0]}?" if close else ""
+    raise ConfigError(f"{with_hint(f'{refusal} {unknown[0]}', hint)} ({where})")
+
+
+def _field_names(config_cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(config_cls)}

@@ -10,6 +10,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from omegaconf import OmegaConf
 
+from zoo.config.files import load_yaml
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
 from zoo.errors import ZooError
@@ -51,7 +52,7 @@ class Predictor:
         if not config_file.is_file():
             raise RunLoadError(f"{run_dir} is not a zoo run directory (no config.yaml); pass the folder `zoo train` printed")
         ckpt = checkpoint_file(run_dir, checkpoint)
-        cfg = OmegaConf.load(config_file)
+        cfg = load_yaml(config_file)
         try:
             load_run_plugins(run_dir, cfg)
         except PluginMissing as error:

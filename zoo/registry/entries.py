@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 
 from hydra.core.config_store import ConfigStore
 
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
 from zoo.registry.kinds import kind as declared_kind
 
@@ -181,7 +182,8 @@ def get(kind: str, name: str) -> Entry:
     entry = _ENTRIES.get((kind, name))
     if entry is None:
         known = ", ".join(names(kind)) or "none"
-        raise RegistryError(f"unknown {kind} '{name}'; registered {kind} components: {known}")
+        raise RegistryError(with_hint(f"unknown {kind} '{name}'", did_you_mean(str(name), names(kind)),
+                                      f"registered {kind} components: {known}"))
     return entry
 
 
@@ -213,7 +215,8 @@ def build(kind: str, cfg: Any, **kwargs: Any) -> Any:
     allowed = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(cfg) - allowed)
     if unknown:
-        raise RegistryError(f"{kind} '{name}' has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(allowed))}")
+        raise RegistryError(with_hint(f"{kind} '{name}' has no field(s) {', '.join(unknown)}",
+                                      did_you_mean(unknown[0], allowed), f"fields: {', '.join(sorted(allowed))}"))
     return entry.cls(base(**cfg), **kwargs)
 
 

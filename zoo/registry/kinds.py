@@ -67,6 +67,8 @@ def kind(name: str) -> Kind:
     for declared in KINDS:
         if declared.name == name:
             return declared
+    from zoo.config.suggest import did_you_mean, with_hint
     from zoo.registry.entries import RegistryError
 
-    raise RegistryError(f"unknown component kind '{name}'; kinds are: {', '.join(KIND_NAMES)}")
+    raise RegistryError(with_hint(f"unknown component kind '{name}'", did_you_mean(name, KIND_NAMES),
+                                  f"kinds are: {', '.join(KIND_NAMES)}"))

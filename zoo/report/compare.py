@@ -13,6 +13,7 @@ import io
 import json
 from pathlib import Path
 
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, group_runs
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
@@ -41,7 +42,8 @@ class Leaderboard:
         self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
         self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)
         if sort and self.metrics and sort not in self.metrics:
-            raise CompareError(f"--sort {sort}: no run has that test metric; they have {', '.join(self.metrics)}")
+            raise CompareError(with_hint(f"--sort {sort}: no run has that test metric", did_you_mean(sort, self.metrics),
+                                         f"they have {', '.join(self.metrics)}"))
         directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
         self.higher_is_better = directions[0] if directions else True
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
@@ -276,28 +278,53 @@ def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | No
 
 def write_report(paths: list[str | Path], out: str | Path, by: list[str] | None = None, sort: str | None = None,
                  baseline: str | None = None) -> Path:
-    """Write the self-contained HTML report of the runs under ``paths`` to ``out`` (atomically)."""
+    """Write the self-contained HTML report of the runs under ``paths`` to ``out`` (atomically: a write that
+    fails leaves neither a part of the page nor its temporary file)."""
     try:
         from zoo.report.html import render
     except ImportError as error:
         raise CompareError(f"the HTML report needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
 
     out = Path(out)
+    check_report_file(out)
     runs = find_runs(paths)
     page = render(leaderboards(runs, by, sort, baseline), f"zoo compare: {', '.join(map(str, paths))}", out,
                   families=search_families(runs))
     partial = out.with_name(f".{out.name}.tmp")
-    partial.write_text(page)
-    partial.replace(out)
+    try:
+        partial.write_text(page)
+        partial.replace(out)
+    except OSError as error:
+        raise CompareError(f"--html {out}: cannot write it ({error.strerror or error}); choose another file") from None
+    finally:
+        partial.unlink(missing_ok=True)
     return out
+
+
+#: The endings of a file the report may replace: an earlier report, never a file of another kind.
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def check_report_file(out: Path) -> None:
+    """Refuse a report file that could not be written, or whose writing would replace something else, before
+    any run is read: a folder, a file in a folder that does not exist, an existing file that is not a page."""
+    if out.is_dir():
+        raise CompareError(f"--html {out}: that is a folder; name a file in it, e.g. --html {out / 'report.html'}")
+    if not out.parent.is_dir():
+        raise CompareError(f"--html {out}: there is no folder {out.parent}; create it first (mkdir -p {out.parent}) "
+                           "or name a file in a folder that exists")
+    if out.exists() and out.suffix.lower() not in REPORT_SUFFIXES:
+        raise CompareError(f"--html {out}: that file exists and is not an HTML page, so the report will not replace "
+                           "it; name a new file, e.g. report.html")
 
 
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     """Test every board holding exactly one configuration named ``label`` against it."""
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
-        shown = "; ".join(g.label for _, board in boards for g in board.groups)
-        raise CompareError(f"--baseline {label!r} names no single configuration; choose one of: {shown}")
+        labels = [g.label for _, board in boards for g in board.groups]
+        raise CompareError(with_hint(f"--baseline {label!r} names no single configuration", did_you_mean(label, labels),
+                                     f"choose one of: {'; '.join(labels)}"))
     for board, groups in found:
         if len(groups) == 1:
             board.test_against(groups[0])

@@ -1,13 +1,13 @@
 """Runs as ``zoo compare`` sees them: read from run directories only, never from a live process."""
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from zoo.config.suggest import did_you_mean
 from zoo.errors import ZooError
 from zoo.training.record import SUMMARY_FILE
 
@@ -114,9 +114,8 @@ def check_settings(runs: list[Run], keys: list[str]) -> None:
     for key in missing:
         if key in known:
             continue
-        close = difflib.get_close_matches(key, sorted(known), n=3)
-        hint = (f"did you mean {' or '.join(close)}?" if close else "give a key of a run's config.yaml (seed, "
-                "optim.lr, encoder.hidden_size) or a config group (encoder, model, experiment)")
+        hint = did_you_mean(key, sorted(known), n=3) or ("give a key of a run's config.yaml (seed, optim.lr, "
+                                                          "encoder.hidden_size) or a config group (encoder, model, experiment)")
         raise UnknownSetting(f"--by {key}: no run has that setting; {hint}")
 
 

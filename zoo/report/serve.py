@@ -6,14 +6,24 @@ writable. The page reloads itself every ``refresh`` seconds.
 """
 from __future__ import annotations
 
+import html
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from zoo.errors import ZooError
 from zoo.report.compare import leaderboards
 from zoo.report.html import render
 from zoo.report.runs import find_runs
 from zoo.search.report import search_families
+
+
+#: The page served instead of the report while a run cannot be read; it reloads like the report.
+ERROR_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>zoo dashboard</title>
+<meta http-equiv="refresh" content="{refresh}"></head>
+<body><p>zoo: error: {error}</p></body></html>
+"""
 
 
 class ReportHandler(BaseHTTPRequestHandler):
@@ -28,15 +38,22 @@ class ReportHandler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/":
             self.send_error(404, "only / is served")
             return
-        runs = find_runs(self.paths)
-        page = render(leaderboards(runs), f"zoo dashboard: {', '.join(self.paths)}", Path.cwd() / "dashboard",
-                      refresh_seconds=self.refresh, families=search_families(runs)).encode()
-        self.send_response(200)
+        try:
+            status, page = 200, self.report()
+        except ZooError as error:  # a run folder removed or damaged since the start: said on the page, which reloads
+            status, page = 500, ERROR_PAGE.format(refresh=self.refresh, error=html.escape(str(error))).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(page)
+
+    def report(self) -> bytes:
+        """The report of the runs as they are now."""
+        runs = find_runs(self.paths)
+        return render(leaderboards(runs), f"zoo dashboard: {', '.join(self.paths)}", Path.cwd() / "dashboard",
+                      refresh_seconds=self.refresh, families=search_families(runs)).encode()
 
     def do_POST(self) -> None:  # noqa: N802
         self.send_error(405, "the dashboard is read-only")

@@ -92,12 +92,14 @@ class Family:
         """The best trial's value of every key of its search space (a config group: the chosen name)."""
         from omegaconf import DictConfig, OmegaConf
 
+        from zoo.config.files import load_yaml
+
         if self.best_trial is None:
             return {}
         config_file = self.trials[self.best_trial].path / "config.yaml"
         if not config_file.is_file():
             return {}
-        config = OmegaConf.load(config_file)
+        config = load_yaml(config_file)
         params = {}
         for key in flat_space(OmegaConf.select(config, "search.space", default=None)):
             value = OmegaConf.select(config, key, default=None)

@@ -13,6 +13,7 @@ import logging
 import re
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -20,11 +21,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import to_absolute_path
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
+from zoo.config.files import load_yaml
+from zoo.config.overrides import CompositionError, explain, override_key, parse_overrides
 from zoo.config.renamed import check_renamed
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.registry.discovery import discover
 
@@ -43,20 +47,12 @@ def one_line_errors() -> Iterator[None]:
 
 def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
     """The ``plugin_dirs=[...]`` override, read before Hydra composes anything (plugins must register first)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     candidates = [o for o in overrides if o.lstrip("+~").startswith("plugin_dirs=")]
     dirs: list[str] = []
-    for override in OverridesParser.create().parse_overrides(candidates):
+    for override in parse_overrides(candidates):
         value = override.value()
         dirs.extend(value if isinstance(value, list) else [value])
     return [str(d) for d in dirs]
-
-
-def _override_key(override: str) -> str:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create().parse_override(override).key_or_group
 
 
 def resume_overrides(overrides: list[str]) -> list[str]:
@@ -65,11 +61,10 @@ def resume_overrides(overrides: list[str]) -> list[str]:
     The run is composed again as it was made, with the new overrides on top; :func:`zoo.training.run.train`
     compares the result with the run's ``config.yaml`` and refuses a change to what the run computes.
     """
-    from omegaconf import OmegaConf
-
-    values = {_override_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
+    values = {override_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
     run = values.get("resume")
     if run in (None, "null"):
+        check_runs_to_continue(overrides, values)
         return overrides
     if run in ("auto", "must", "never") and any(o in ("-m", "--multirun") for o in overrides):
         raise ZooError(f"resume= takes a run directory; to resume a sweep write resume_mode={run} "
@@ -83,11 +78,41 @@ def resume_overrides(overrides: list[str]) -> list[str]:
     given_dir = values.get("hydra.run.dir")
     if given_dir is not None and Path(to_absolute_path(given_dir)) != run_dir:
         raise ZooError(f"resume={run} and hydra.run.dir={given_dir} name two directories; give resume alone")
+    check_resumable(run, run_dir, values.get("resume_mode"))
     saved_file = run_dir / ".hydra" / "overrides.yaml"
-    saved = [str(o) for o in OmegaConf.load(saved_file)] if saved_file.is_file() else []
+    saved = [str(o) for o in load_yaml(saved_file, ListConfig)] if saved_file.is_file() else []
     mine = set(values) | {"resume", "resume_mode", "hydra.run.dir"}
-    kept = [o for o in saved if _override_key(o) not in mine]
-    return [*kept, *[o for o in overrides if _override_key(o) != "hydra.run.dir"], f"hydra.run.dir={run_dir}"]
+    kept = [o for o in saved if override_key(o) not in mine]
+    return [*kept, *[o for o in overrides if override_key(o) != "hydra.run.dir"], f"hydra.run.dir={run_dir}"]
+
+
+def check_runs_to_continue(overrides: list[str], values: dict[str, str]) -> None:
+    """With ``resume_mode=auto`` or ``must``, a job may continue the run in its directory: the ``config.yaml``
+    of each (``hydra.run.dir``, or the job folders of ``hydra.sweep.dir``) is read first, so a damaged one is
+    one line naming it before any job starts."""
+    if values.get("resume_mode") not in ("auto", "must"):
+        return
+    sweep = any(o in HYDRA_MODES["--multirun"] for o in overrides)
+    folder = values.get("hydra.sweep.dir" if sweep else "hydra.run.dir")
+    if folder is None:
+        return
+    root = Path(to_absolute_path(folder))
+    for saved in root.glob("*/config.yaml") if sweep else [root / "config.yaml"]:
+        if saved.is_file():
+            load_yaml(saved)
+
+
+def check_resumable(run: str, run_dir: Path, mode: str | None) -> None:
+    """Refuse ``resume=RUN`` where RUN is a file, or a folder that does not exist (unless the mode may start a
+    run there), before Hydra creates any folder; and a run whose ``config.yaml`` is damaged, naming it."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ZooError(f"resume={run}: {run_dir} is a file, not a run directory; give the folder that `zoo train` "
+                       "printed as the run directory")
+    if not run_dir.exists() and mode in (None, "null", "must"):
+        raise ZooError(f"resume={run}: there is no folder {run_dir}; give the folder that `zoo train` printed as the "
+                       "run directory, or add resume_mode=auto to start a run there")
+    if (run_dir / "config.yaml").is_file():
+        load_yaml(run_dir / "config.yaml")
 
 
 #: Run directories of the jobs of this process's sweep that failed (the others ran on).
@@ -172,10 +197,6 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
                                                    "reason": reason, "overrides": overrides})
 
 
-class CompositionError(ZooError, ValueError):
-    """The overrides do not compose into a config (a mistyped key, a value of the wrong type or choice)."""
-
-
 #: Hydra's modes, each with its spellings: a command line takes one of them.
 HYDRA_MODES = {"--multirun": ("-m", "--multirun"), "--cfg": ("-c", "--cfg"), "--info": ("-i", "--info"),
                "--run": ("-r", "--run"), "--shell-completion": ("-sc", "--shell-completion")}
@@ -185,37 +206,115 @@ HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help",
                     *(flag for mode in ("--cfg", "--info", "--shell-completion") for flag in HYDRA_MODES[mode]))
 
 
+#: Every flag Hydra's command line takes, each spelling -> the values it takes (None: any value, () no value).
+HYDRA_FLAGS: dict[str, tuple[str, ...] | None] = {
+    **dict.fromkeys(("--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r", "--multirun", "-m",
+                     "--shell-completion", "-sc"), ()),
+    **dict.fromkeys(("--cfg", "-c"), ("job", "hydra", "all")),
+    **dict.fromkeys(("--info", "-i"), ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")),
+    **dict.fromkeys(("--package", "-p", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
+                     "--experimental-rerun"), None),
+}
+#: zoo's own flags, which stand before the command (``zoo --verbose train``).
+ZOO_FLAGS = ("--verbose", "-v")
+
+
 def check_modes(overrides: list[str]) -> None:
-    """Refuse two of Hydra's modes at once (``-m --cfg job``) in one line, before Hydra raises a traceback."""
+    """Refuse a flag Hydra lacks, a value its flag does not take, and two of Hydra's modes at once (``-m --cfg
+    job``), each in one line, before Hydra's parser prints its usage or raises a traceback."""
+    check_flags(overrides)
     given = [mode for mode, spellings in HYDRA_MODES.items() if any(arg.split("=")[0] in spellings for arg in overrides)]
     if len(given) > 1:
         raise ZooError(f"{' and '.join(given)} cannot be given together; --cfg job (or --info) shows what a run "
                        "composes: give it without -m, with the sweep's first values")
 
 
+def check_flags(arguments: list[str]) -> None:
+    """Each flag must be one of Hydra's, with a value it takes; a mistyped one is answered with the closest."""
+    for k, argument in enumerate(arguments):
+        flag, attached, value = argument.partition("=")
+        if not flag.startswith("-"):
+            continue
+        if flag in ZOO_FLAGS:
+            raise ZooError(f"{flag} goes before the command: zoo {flag} train ...")
+        if flag not in HYDRA_FLAGS:
+            refusal = with_hint(f"zoo train has no flag {flag}", did_you_mean(flag, [*HYDRA_FLAGS, *ZOO_FLAGS]))
+            raise ZooError(f"{refusal} (zoo train --help lists them)")
+        takes = HYDRA_FLAGS[flag]
+        if takes:
+            following = arguments[k + 1] if k + 1 < len(arguments) and not arguments[k + 1].startswith("-") else None
+            check_flag_value(flag, value if attached else following, takes)
+
+
+def check_flag_value(flag: str, value: str | None, takes: tuple[str, ...]) -> None:
+    """``value`` must be one of ``takes``; ``--info`` may stand without one (last on the line, or before a flag)."""
+    if value in takes or (value is None and flag in HYDRA_MODES["--info"]):
+        return
+    given = f"{flag} {value}" if value else flag
+    refusal = with_hint(f"{given}: {flag} takes one of {', '.join(takes)}", did_you_mean(value, takes) if value else "")
+    raise ZooError(f"{refusal} (e.g. zoo train {flag} {takes[0]})")
+
+
 def check_composition(overrides: list[str]) -> None:
-    """Compose the config before Hydra does, so a bad override is one line rather than Hydra's report.
+    """Compose the config before Hydra does, and check it as each job will before its data loads, so a bad
+    override is one line rather than Hydra's report, and a sweep stops before its first job.
 
     A sweep is checked value by value, each with the other overrides at their first value
-    (``a=1,2 b=x,y`` as ``a=1 b=x``, ``a=2 b=x``, ``a=1 b=y``): every choice a sweep names is
-    composed once before any job starts.
+    (``a=1,2 b=x,y`` as ``a=1 b=x``, ``a=2 b=x``, ``a=1 b=y``): every value a sweep names is
+    composed and checked once before any job starts (:func:`check_job`).
     """
     if any(arg.split("=")[0] in HYDRA_INFO_FLAGS for arg in overrides):
         return
     check_launcher(overrides)
     check_sweeper(overrides)
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = [o for o in OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
-              if not o.get_key_element().startswith("hydra")]
+    parsed = parse_overrides([o for o in overrides if not o.startswith("-")])
     # Each override as key=value settings: a sweep's every value, a plain override as written.
     settings = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                 else [o.input_line] for o in parsed]
     first = [choices[0] for choices in settings]
-    compose_config(first)
+    checks = JobChecks(values=not is_search(overrides), machine=runs_here(overrides))
+    check_job(first, checks)
     for k, choices in enumerate(settings):
         for setting in choices[1:]:
-            compose_config([*first[:k], setting, *first[k + 1:]])
+            check_job([*first[:k], setting, *first[k + 1:]], checks)
+
+
+@dataclass(frozen=True)
+class JobChecks:
+    """What :func:`check_job` checks besides composition and the keys: the values' ranges (left to a search,
+    whose trials that fail are recorded as its results), and this machine (not where jobs run elsewhere)."""
+
+    values: bool = True
+    machine: bool = True
+
+
+def check_job(overrides: list[str], checks: JobChecks) -> None:
+    """Compose one job's config and check it as the job would before any data loads: every key is one the
+    schema has, every value in range (:func:`zoo.config.validate.validate`) and the trainer's devices here."""
+    from zoo.config.machine import check_machine
+    from zoo.config.schema import check_keys
+    from zoo.config.validate import validate
+
+    cfg = compose_config(overrides)
+    check_keys(cfg)
+    if checks.values:
+        validate(cfg)
+    if checks.machine:
+        check_machine(cfg.trainer)
+
+
+def is_search(overrides: list[str]) -> bool:
+    """Whether the command line runs a search (``hydra/sweeper=optuna``), whose jobs are trials."""
+    return any(o == f"hydra/sweeper={name}" for o in overrides for name in SWEEPER_PACKAGES)
+
+
+#: Launchers whose jobs run on other machines (SLURM's nodes): this machine's devices say nothing about theirs.
+REMOTE_LAUNCHERS = ("slurm", "submitit_slurm")
+
+
+def runs_here(overrides: list[str]) -> bool:
+    """Whether the jobs run on this machine (not submitted to a cluster's other machines)."""
+    return not any(o == f"hydra/launcher={name}" for o in overrides for name in REMOTE_LAUNCHERS)
 
 
 #: The launcher plugins zoo's presets (conf/hydra/launcher) build on, by the config each registers: its pip name
@@ -229,7 +328,7 @@ LAUNCHER_PLUGINS = {
 
 def check_launcher(overrides: list[str]) -> None:
     """A ``hydra/launcher`` whose plugin is not installed is one line naming zoo's extra for it, rather than
-    Hydra's report on a config it cannot find (``check_composition`` leaves the other Hydra overrides to Hydra)."""
+    Hydra's report on a config it cannot find; checked before the whole command line is composed."""
     chosen = [o for o in overrides if o.startswith("hydra/launcher=")]
     if not chosen:
         return
@@ -275,21 +374,7 @@ def compose_config(overrides: list[str]) -> DictConfig:
         with initialize_config_module("zoo.conf", version_base="1.3"):
             return compose("config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as error:
-        raise CompositionError(one_line(error) + " (zoo list shows the components and their fields)") from None
-
-
-def one_line(error: BaseException) -> str:
-    """Hydra's and OmegaConf's multi-line messages (and their causes) as one line, without the bookkeeping."""
-    parts: list[str] = []
-    while error is not None:
-        for line in str(error).splitlines():
-            line = line.strip().rstrip(".:")
-            if line.startswith("Config search path"):
-                break
-            if line and not line.startswith(("full_key", "object_type", "reference_type", "provider=")):
-                parts.append(line)
-        error = error.__cause__
-    return "; ".join(dict.fromkeys(parts))
+        raise CompositionError(explain(error, overrides)) from None
 
 
 def register_sweeper() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.contracts import Metric
 from zoo.errors import ZooError
 from zoo.registry import build, get, names
@@ -44,8 +45,9 @@ class MetricSuite:
         unknown = [str(m.get("name")) for m in chosen if m.get("name") not in names("metric")]
         if unknown:
             raise MetricChoiceError(
-                f"unknown metric(s) {', '.join(unknown)}; registered metrics: {', '.join(names('metric'))} "
-                "(a metric plugin must be discovered: see plugin_dirs)"
+                with_hint(f"unknown metric(s) {', '.join(unknown)}", did_you_mean(unknown[0], names("metric")),
+                          f"registered metrics: {', '.join(names('metric'))} "
+                          "(a metric plugin must be discovered: see plugin_dirs)")
             )
         reason = get("metric", self.monitor).cls.unavailable()
         if reason:
