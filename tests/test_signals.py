@@ -49,7 +49,7 @@ def _signal_on_first_call(phase: str, where: tuple[str, str | None, str], signum
     setattr(owner, name, wrapped)
 
 
-def _signalled_train(phase: str | None, where: tuple | None, signum: int, args: list[str], cwd: str, err: str) -> None:
+def _signalled_zoo(phase: str | None, where: tuple | None, signum: int, argv: list[str], cwd: str, err: str) -> None:
     os.chdir(cwd)
     os.environ.update({"WANDB_MODE": "offline", "WANDB_SILENT": "true"})
     os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
@@ -59,7 +59,7 @@ def _signalled_train(phase: str | None, where: tuple | None, signum: int, args: 
     from zoo.cli import main
 
     try:
-        main(["train", *args])
+        main(argv)
     finally:
         sys.stderr.flush()
 
@@ -67,24 +67,27 @@ def _signalled_train(phase: str | None, where: tuple | None, signum: int, args: 
 _server = None
 
 
-def train(tmp_path: Path, run_dir: Path, *args: str, phase: str | None = None, signum: int = signal.SIGTERM,
-          where: tuple[str, str | None, str] | None = None) -> tuple[int, str]:
-    """``zoo train TINY ARGS hydra.run.dir=RUN_DIR`` signalled in ``phase`` (on entering ``where``, by default the
-    phase's function in :data:`PHASES`): its exit status and stderr."""
+def zoo(tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None,
+        signum: int = signal.SIGTERM) -> tuple[int, str]:
+    """``zoo ARGV`` in a forked process that signals itself on entering ``where``: its exit status and stderr."""
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
         _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.training.entry", "zoo.training.run"])
-    err = tmp_path / f"{run_dir.name}.{phase}.err"
-    overrides = [*TINY, *args] if not any(a.startswith("resume=") for a in args) else list(args)
-    if not any(a.startswith("resume=") for a in args):
-        overrides.append(f"hydra.run.dir={run_dir}")
-    where = where or PHASES.get(phase)
-    process = _server.Process(target=_signalled_train,
-                              args=(phase, where, int(signum), overrides, str(tmp_path), str(err)))
+    err = tmp_path / f"zoo.{len(list(tmp_path.glob('zoo.*.err')))}.err"
+    process = _server.Process(target=_signalled_zoo, args=(phase, where, int(signum), list(argv), str(tmp_path), str(err)))
     process.start()
     process.join(timeout=300)
     return process.exitcode, err.read_text()
+
+
+def train(tmp_path: Path, run_dir: Path, *args: str, phase: str | None = None, signum: int = signal.SIGTERM,
+          where: tuple[str, str | None, str] | None = None) -> tuple[int, str]:
+    """``zoo train TINY ARGS hydra.run.dir=RUN_DIR`` (or ``zoo train resume=...``) signalled in ``phase`` (on
+    entering ``where``, by default the phase's function in :data:`PHASES`)."""
+    resuming = any(a.startswith("resume=") for a in args)
+    overrides = list(args) if resuming else [*TINY, *args, f"hydra.run.dir={run_dir}"]
+    return zoo(tmp_path, "train", *overrides, phase=phase, where=where or PHASES.get(phase), signum=signum)
 
 
 def summary(run_dir: Path) -> dict:
@@ -147,3 +150,18 @@ def test_a_run_stopped_while_testing_resumes_by_testing(tmp_path, finished_run):
     assert (first["to_step"], retest["from_step"], retest["to_step"]) == (straight["steps"],) * 3
     assert record["train_seconds"] == pytest.approx(first["train_seconds"] + retest["train_seconds"], abs=0.011)
     assert record["peak_memory_mb"] >= first["peak_memory_mb"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_predicting_exits_128_plus_it_with_one_line(tmp_path, finished_run, signum):
+    status, err = zoo(tmp_path, "translate", str(finished_run), "ein satz", phase="prediction", signum=signum,
+                      where=("zoo.inference.predictor", "Predictor", "predictions"))
+    assert status == 128 + signum
+    assert err.strip() == f"zoo: interrupted: {signal.Signals(signum).name} during zoo translate"
+
+
+def test_a_signal_while_the_config_is_composed_exits_128_plus_it_with_one_line(tmp_path):
+    status, err = zoo(tmp_path, "train", *TINY, f"hydra.run.dir={tmp_path / 'run'}", phase="composition",
+                      where=("zoo.training.entry", None, "check_composition"))
+    assert status == 128 + signal.SIGTERM
+    assert err.strip() == "zoo: interrupted: SIGTERM during zoo train" and not (tmp_path / "run").exists()

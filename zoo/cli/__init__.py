@@ -7,6 +7,7 @@ import os
 import sys
 
 from zoo.config.suggest import did_you_mean, with_hint
+from zoo.cli.signals import CommandInterrupted, stopped_by_signals
 from zoo.errors import VERBOSE_VARIABLE, ZooError, report
 
 # command -> (module:function under zoo.cli, one-line description)
@@ -68,7 +69,12 @@ def main(argv: list[str] | None = None) -> None:
     module_name, function_name = target.split(":")
     function = getattr(importlib.import_module(f"zoo.cli.{module_name}"), function_name)
     try:
-        function(rest, description)
+        with stopped_by_signals(command):
+            function(rest, description)
+    except CommandInterrupted as stop:
+        sys.stdout.flush()
+        print(f"zoo: interrupted: {stop}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum)
     except ZooError as error:
         report(error)
         raise SystemExit(1)
