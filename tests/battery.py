@@ -15,6 +15,7 @@ file per area (files run side by side); ``docs/bad_inputs.md`` lists them all.
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -104,6 +105,23 @@ class Case:
 
 
 
+#: Set by tests/battery_table.py: a file each case appends its answer to (one JSON line), for docs/bad_inputs.md.
+TABLE_VARIABLE = "ZOO_BATTERY_TABLE"
+
+
+def record_for_the_table(case: Case, request, status: int, lines: list[str]) -> None:
+    """Append what zoo answered ``case`` to the table's file, when tests/battery_table.py asks for it."""
+    path = os.environ.get(TABLE_VARIABLE)
+    if not path:
+        return
+    cases = request.module.CASES
+    row = {"module": request.module.__name__, "index": next(k for k, c in enumerate(cases) if c is case),
+           "category": case.category, "command": case.id.split(": ", 1)[1], "status": status,
+           "line": lines[0] if len(lines) == 1 else f"**{len(lines)} lines**: " + " / ".join(lines[-2:])}
+    with open(path, "a") as table:
+        table.write(json.dumps(row) + "\n")
+
+
 def battery_cases(modules) -> list[Case]:
     """Every case of the battery's modules (``test_bad_inputs*.py``), in their order."""
     return [case for module in modules for case in module.CASES]
@@ -129,6 +147,7 @@ def assert_refused(case: Case, here: Path, finished_run: Path, request) -> str:
         holder.release()
 
     lines = [line for line in err.splitlines() if line.strip()]
+    record_for_the_table(case, request, status, lines)
     assert status != 0, f"accepted: {out[-500:]}{err[-500:]}"
     assert len(lines) == 1 and lines[0].startswith("zoo: error: "), f"not one error line:\n{err[-3000:]}"
     assert case.says.lower() in lines[0].lower(), f"does not name {case.says!r}: {lines[0]}"

@@ -1,77 +1,74 @@
 """Write ``docs/bad_inputs.md``: every case of the bad-input battery with the one line zoo answers it with.
 
-``.venv/bin/python tests/battery_table.py`` (a few minutes: it trains the two shared tiny runs, then runs every
-case as the tests do, with the same checks). The tests check that the table lists every case, so a new case
-means running this again.
+``.venv/bin/python tests/battery_table.py`` runs the battery (``tests/test_bad_inputs*.py``) under pytest with
+:data:`battery.TABLE_VARIABLE` set, so every case appends what zoo answered, then writes the table in the
+cases' order. The tests check that the table lists every case: a new case means running this again.
 """
 from __future__ import annotations
 
-import importlib
+import json
+import os
+import re
+import subprocess
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+TABLE = TESTS.parent / "docs" / "bad_inputs.md"
 sys.path.insert(0, str(TESTS))
 
-from battery import Case, assert_refused, battery_cases  # noqa: E402
-from conftest import train_finished_run, train_plugin_run  # noqa: E402
-
-TABLE = TESTS.parent / "docs" / "bad_inputs.md"
+from battery import TABLE_VARIABLE  # noqa: E402
 
 
-class SharedRuns:
-    """What a case's ``copy`` asks pytest's ``request`` for: the shared runs, trained once."""
-
-    def __init__(self, work: Path) -> None:
-        self.runs = {"finished_run": train_finished_run(work / "finished"), "plugin_run": train_plugin_run(work / "plugin")}
-
-    def getfixturevalue(self, name: str) -> Path:
-        return self.runs[name]
+#: The temporary folders pytest gave a case (its own folder, the shared finished run, others), as the table shows them.
+TEMPORARY = [(re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/case/"), ""),
+             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?trained\d+/run"), "{run}"),
+             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/"), ".../")]
 
 
-def answer(case: Case, work: Path, shared: SharedRuns) -> str:
-    """The error line zoo gives ``case``, or what went wrong when it did not pass the battery's checks."""
-    here = work / f"case{id(case)}"
-    here.mkdir()
-    try:
-        return assert_refused(case, here, shared.runs["finished_run"], shared)
-    except AssertionError as failure:
-        return f"**FAILS**: {str(failure).splitlines()[0]}"
+def printable(text: str) -> str:
+    """``text`` with a byte that was not UTF-8 (kept as a surrogate) written as its escape, and pytest's temporary
+    folders shortened (a case's own folder is where its command ran)."""
+    for pattern, replacement in TEMPORARY:
+        text = pattern.sub(replacement, text)
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
-def markdown(rows: list[tuple[Case, str]]) -> str:
-    counts = Counter(case.category for case, _ in rows)
+def markdown(rows: list[dict]) -> str:
+    counts = Counter(row["category"] for row in rows)
     lines = [
         "# The bad-input battery",
         "",
         f"{len(rows)} mistakes a user makes, each run as a real `zoo` process by the tests "
         "(`tests/test_bad_inputs*.py`, machinery in `tests/battery.py`). Every one must exit non-zero with exactly "
-        "one `zoo: error:` line that says what to do, start no training and leave every existing file as it was. "
-        "Regenerate with `.venv/bin/python tests/battery_table.py`.",
+        "one `zoo: error:` line that says what to do, start no training, leave every existing file as it was and "
+        "create nothing. Regenerate with `.venv/bin/python tests/battery_table.py`.",
         "",
-        "By category: " + ", ".join(f"{name} {count}" for name, count in counts.items()) + ".",
+        "By area: " + ", ".join(f"{name} {count}" for name, count in counts.items()) + ".",
         "",
-        "| # | category | command (`{run}`: a finished run; files the case makes are in the test) | zoo says |",
-        "|---|---|---|---|",
+        "| # | area | command (`{run}`: a finished run; `run`: a copy the case may damage) | exit | zoo says |",
+        "|---|---|---|---|---|",
     ]
-    for k, (case, line) in enumerate(rows, 1):
-        command, said = (text.replace("|", "\\|") for text in (case.id.split(": ", 1)[1], line))
-        lines.append(f"| {k} | {case.category} | `{command}` | {said} |")
+    for k, row in enumerate(rows, 1):
+        command, said = (printable(row[key]).replace("|", "\\|") for key in ("command", "line"))
+        lines.append(f"| {k} | {row['category']} | `{command}` | {row['status']} | {said} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    modules = [importlib.import_module(path.stem) for path in sorted(TESTS.glob("test_bad_inputs*.py"))]
-    cases = battery_cases(modules)
+    modules = sorted(path.stem for path in TESTS.glob("test_bad_inputs*.py"))
     with tempfile.TemporaryDirectory() as folder:
-        work = Path(folder)
-        shared = SharedRuns(work)
-        rows = [(case, answer(case, work, shared)) for case in cases]
+        answers = Path(folder) / "answers.jsonl"
+        answers.touch()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        *[str(TESTS / f"{name}.py") for name in modules], "-k", "not listed_in_the_docs"],
+                       cwd=TESTS.parent, env={**os.environ, TABLE_VARIABLE: str(answers)})
+        rows = [json.loads(line) for line in answers.read_text().splitlines()]
+    rows.sort(key=lambda row: (modules.index(row["module"]), row["index"]))
     TABLE.write_text(markdown(rows))
-    failing = sum(line.startswith("**FAILS**") for _, line in rows)
-    print(f"{TABLE}: {len(rows)} cases, {failing} failing")
+    print(f"{TABLE}: {len(rows)} cases")
 
 
 if __name__ == "__main__":
