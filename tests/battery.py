@@ -104,6 +104,16 @@ class Case:
         self.id = f"{self.category}: zoo {' '.join(shown)}"[:100 - len(given)] + given
 
 
+def run_copy_with(path: str, data: bytes | None) -> Callable[[Path], None]:
+    """Change one file of the copied run (``data`` None: delete it)."""
+    def change(here: Path) -> None:
+        target = here / "run" / path
+        if data is None:
+            target.unlink()
+        else:
+            target.write_bytes(data)
+    return change
+
 
 #: Set by tests/battery_table.py: a file each case appends its answer to (one JSON line), for docs/bad_inputs.md.
 TABLE_VARIABLE = "ZOO_BATTERY_TABLE"

@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from battery import TRAIN_TINY, Case, assert_refused, zoo_process
+from battery import TRAIN_TINY, Case, assert_refused, run_copy_with, zoo_process
 
 def corpus(root: Path, lines: int = 4, **replace: bytes) -> None:
     """A Multi30k-style corpus in ``root`` (train/val/test_2016_flickr x de/en); ``replace`` gives a file's bytes."""
@@ -56,17 +56,6 @@ def split_file(data: bytes) -> Callable[[Path], None]:
 
 def plugin_folder(source: str) -> Callable[[Path], None]:
     return file_at("my_plugins/broken.py", source.encode())
-
-
-def run_copy_with(path: str, data: bytes | None) -> Callable[[Path], None]:
-    """Change one file of the copied run (``data`` None: delete it)."""
-    def change(here: Path) -> None:
-        target = here / "run" / path
-        if data is None:
-            target.unlink()
-        else:
-            target.write_bytes(data)
-    return change
 
 
 def truncate_checkpoint(here: Path) -> None:

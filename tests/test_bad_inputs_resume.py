@@ -10,18 +10,7 @@ from typing import Callable
 
 import pytest
 
-from battery import Case, assert_refused
-
-
-def changed(path: str, data: bytes | None) -> Callable[[Path], None]:
-    """Change one file of the copied run (``data`` None: delete it)."""
-    def change(here: Path) -> None:
-        target = here / "run" / path
-        if data is None:
-            target.unlink()
-        else:
-            target.write_bytes(data)
-    return change
+from battery import Case, assert_refused, run_copy_with
 
 
 def cut_off_last_checkpoint(here: Path) -> None:
@@ -52,21 +41,21 @@ CASES = [
     Case("resume", [*RESUME, "decode.beam_size=2"], "finished already", copy="finished_run"),
     Case("resume", [*RESUME, "resume_mode=must"], "finished already", copy="finished_run"),
     Case("resume", [*RESUME, "trainer.max_epochs=3"], "last.ckpt cannot be read", copy="finished_run",
-         files=changed("checkpoints/last.ckpt", b"")),
+         files=run_copy_with("checkpoints/last.ckpt", b"")),
     Case("resume", [*RESUME, "trainer.max_epochs=3"], "last.ckpt cannot be read", copy="finished_run",
          files=cut_off_last_checkpoint),
     Case("resume", [*RESUME, "trainer.max_epochs=3"], "last.ckpt cannot be read", copy="finished_run",
-         files=changed("checkpoints/last.ckpt", b"my notes, not a checkpoint\n")),
+         files=run_copy_with("checkpoints/last.ckpt", b"my notes, not a checkpoint\n")),
     Case("resume", RESUME, "last.ckpt cannot be read", copy="finished_run",
-         files=both(status("interrupted", phase="training"), changed("checkpoints/last.ckpt", b""))),
+         files=both(status("interrupted", phase="training"), run_copy_with("checkpoints/last.ckpt", b""))),
     Case("resume", [*RESUME, "trainer.max_epochs=3"], "summary.json is not valid JSON", copy="finished_run",
-         files=changed("summary.json", b'{"status": "runn')),
+         files=run_copy_with("summary.json", b'{"status": "runn')),
     Case("resume", RESUME, "no checkpoints/last.ckpt", copy="finished_run",
-         files=changed("checkpoints/last.ckpt", None)),
+         files=run_copy_with("checkpoints/last.ckpt", None)),
     Case("resume", RESUME, "summary.json unreadable", copy="finished_run",
-         files=both(changed("summary.json", b"\x00\x01"), changed("checkpoints/last.ckpt", None))),
+         files=both(run_copy_with("summary.json", b"\x00\x01"), run_copy_with("checkpoints/last.ckpt", None))),
     Case("resume", [*RESUME, "trainer.max_epochs=3"], "config.yaml", copy="finished_run",
-         files=changed("config.yaml", None)),
+         files=run_copy_with("config.yaml", None)),
     Case("resume", [*RESUME, "decoder.hidden_size=64"], "decoder.hidden_size", copy="finished_run",
          files=status("interrupted", phase="training")),
     Case("resume", [*RESUME, "seed=7"], "seed", copy="finished_run", files=status("interrupted", phase="test")),
