@@ -18,6 +18,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -130,6 +131,20 @@ def record_for_the_table(case: Case, request, status: int, lines: list[str]) -> 
            "line": lines[0] if len(lines) == 1 else f"**{len(lines)} lines**: " + " / ".join(lines[-2:])}
     with open(path, "a") as table:
         table.write(json.dumps(row) + "\n")
+
+
+#: The temporary folders pytest gave a case (its own folder, the shared finished run, others), as the table shows them.
+TEMPORARY = [(re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/case/"), ""),
+             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?trained\d+/run"), "{run}"),
+             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/"), ".../")]
+
+
+def printable(text: str) -> str:
+    """``text`` with a byte that was not UTF-8 (kept as a surrogate) written as its escape, and pytest's temporary
+    folders shortened (a case's own folder is where its command ran)."""
+    for pattern, replacement in TEMPORARY:
+        text = pattern.sub(replacement, text)
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
 def battery_cases(modules) -> list[Case]:

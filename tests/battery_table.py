@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -19,21 +18,7 @@ TESTS = Path(__file__).resolve().parent
 TABLE = TESTS.parent / "docs" / "bad_inputs.md"
 sys.path.insert(0, str(TESTS))
 
-from battery import TABLE_VARIABLE  # noqa: E402
-
-
-#: The temporary folders pytest gave a case (its own folder, the shared finished run, others), as the table shows them.
-TEMPORARY = [(re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/case/"), ""),
-             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?trained\d+/run"), "{run}"),
-             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/"), ".../")]
-
-
-def printable(text: str) -> str:
-    """``text`` with a byte that was not UTF-8 (kept as a surrogate) written as its escape, and pytest's temporary
-    folders shortened (a case's own folder is where its command ran)."""
-    for pattern, replacement in TEMPORARY:
-        text = pattern.sub(replacement, text)
-    return text.encode("utf-8", "backslashreplace").decode()
+from battery import TABLE_VARIABLE, printable  # noqa: E402
 
 
 def markdown(rows: list[dict]) -> str:

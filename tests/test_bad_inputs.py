@@ -195,7 +195,7 @@ def test_the_battery_is_large_and_listed_in_the_docs():
     """At least 150 distinct mistakes over every area, each in docs/bad_inputs.md (tests/battery_table.py)."""
     import importlib
 
-    from battery import battery_cases
+    from battery import battery_cases, printable
 
     here = Path(__file__).parent
     cases = battery_cases([importlib.import_module(path.stem) for path in sorted(here.glob("test_bad_inputs*.py"))])
@@ -204,7 +204,8 @@ def test_the_battery_is_large_and_listed_in_the_docs():
                                "resume", "messages")}
     assert len(cases) >= 150 and all(counts.values()), counts
     table = (here.parent / "docs" / "bad_inputs.md").read_text()
-    unlisted = [case.id for case in cases if f"`{case.id.split(': ', 1)[1].replace('|', chr(92) + '|')}`" not in table]
+    unlisted = [case.id for case in cases
+                if f"`{printable(case.id.split(': ', 1)[1]).replace('|', chr(92) + '|')}`" not in table]
     assert not unlisted, f"not in docs/bad_inputs.md (run tests/battery_table.py): {unlisted[:5]}"
 
 
