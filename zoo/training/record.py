@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.config.schema import section
 from zoo.errors import one_line_reason
 from zoo.registry import GROUP_KINDS
+from zoo.training.summary import peak_memory_mb
 
 log = logging.getLogger("zoo.run")
 
@@ -122,8 +123,6 @@ class RunRecord(Callback):
         self._segment_start = None
 
     def _segment(self, ended: str) -> dict:
-        from zoo.training.summary import peak_memory_mb
-
         started, first = self._segment_start
         return {"from_step": first, "to_step": self._trainer.global_step,
                 "train_seconds": round(time.perf_counter() - started, 2),
@@ -182,8 +181,6 @@ class RunRecord(Callback):
 
     def finish(self, summary: dict) -> dict:
         """The final summary: the identity, ``finished``, every segment of training and everything the run measured."""
-        from zoo.training.summary import peak_memory_mb
-
         resumes = {"resumes": self.resumes} if self.resumes else {}
         cost = totals(self._all_segments())
         if self._trainer is not None:  # the test and its latency measurement ran in this process too
