@@ -8,7 +8,7 @@ from hydra import compose, initialize_config_module
 from PIL import Image
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
-from conftest import run_zoo
+from conftest import fork_zoo
 from zoo.config.validate import validate
 from zoo.data.sampling import DataError
 from zoo.registry import discovery
@@ -49,7 +49,7 @@ def test_frontend_features_without_a_features_file_is_refused_at_validation():
 @pytest.fixture(scope="module")
 def caption_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("captioning")
-    run_zoo("train", *CAPTION_TINY, f"hydra.run.dir={work / 'run'}", cwd=work)
+    fork_zoo("train", *CAPTION_TINY, f"hydra.run.dir={work / 'run'}", cwd=work)
     return work / "run"
 
 
@@ -67,9 +67,9 @@ def test_zoo_caption_and_zoo_attention_read_image_files(caption_run, tmp_path):
     scene = ScenesDataset(ScenesDataset.Config())
     image = tmp_path / "scene.png"
     Image.fromarray(scene.item("test", 0).source.pixels).save(image)
-    out = run_zoo("caption", str(caption_run), str(image), cwd=tmp_path).stdout.strip().split("\t")
+    out = fork_zoo("caption", str(caption_run), str(image), cwd=tmp_path).stdout.strip().split("\t")
     assert out[0] == str(image) and out[1], "one line per image: the file, a tab, its caption"
-    printed = run_zoo("attention", str(caption_run), str(image), cwd=tmp_path).stdout
+    printed = fork_zoo("attention", str(caption_run), str(image), cwd=tmp_path).stdout
     pictures = sorted((caption_run / "attention").rglob("*.png"))
     assert "wrote" in printed and any(p.name == "caption.png" for p in pictures)
     assert len(pictures) == len(out[1].split()) + 2, "one picture per word and the end of sentence, plus the overview"
@@ -78,28 +78,37 @@ def test_zoo_caption_and_zoo_attention_read_image_files(caption_run, tmp_path):
 def test_features_extracted_once_train_a_captioner(tmp_path):
     features = tmp_path / "scenes.pt"
     sizes = ["dataset.train_size=20", "dataset.val_size=4", "dataset.test_size=4", "task.image_size=64"]
-    run_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path)
-    again = run_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path, check=False)
+    fork_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path)
+    again = fork_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path, check=False)
     assert again.returncode != 0 and "already exists" in again.stderr
     tiny = [o for o in CAPTION_TINY if not o.startswith("dataset.")] + sizes
-    run_zoo("train", *tiny, "frontend=features", f"task.features={features}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    fork_zoo("train", *tiny, "frontend=features", f"task.features={features}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["components"]["frontend"]["name"] == "features"
     key = json.loads((tmp_path / "run" / "test_items.jsonl").read_text().splitlines()[0])["source"].split()[-1]
-    named_by_path = run_zoo("caption", str(tmp_path / "run"), f"/anywhere/{key}", cwd=tmp_path).stdout
+    named_by_path = fork_zoo("caption", str(tmp_path / "run"), f"/anywhere/{key}", cwd=tmp_path).stdout
     assert named_by_path.split("\t")[1].strip(), "a features run finds an image of its file by the path's tail"
-    unknown = run_zoo("caption", str(tmp_path / "run"), "/anywhere/else.jpg", cwd=tmp_path, check=False)
+    unknown = fork_zoo("caption", str(tmp_path / "run"), "/anywhere/else.jpg", cwd=tmp_path, check=False)
     assert unknown.returncode != 0 and "no precomputed features for image" in unknown.stderr
+
+
+# Encoders whose defaults are wide enough to take seconds a batch, and their narrow settings (each trains alone).
+NARROW_ENCODERS = {"transformer": ["encoder.d_model=32", "encoder.heads=2", "encoder.ff_dim=64", "encoder.layers=1"]}
 
 
 def test_every_encoder_reads_an_image_grid(tmp_path):
     discovery.discover()
     from zoo.registry import names
 
-    encoders = ",".join(names("encoder"))
-    few = ["trainer.limit_train_batches=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
-    run_zoo("train", "-m", *CAPTION_TINY, *few, f"encoder={encoders}", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    few = ["dataset.train_size=16", "dataset.val_size=2", "dataset.test_size=2", "trainer.limit_train_batches=2",
+           "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
+    tiny = [override for override in CAPTION_TINY if not override.startswith("dataset.")]
+    at_defaults = [name for name in names("encoder") if name not in NARROW_ENCODERS]
+    sweeps = {"sweep": [f"encoder={','.join(at_defaults)}"]}
+    sweeps |= {name: [f"encoder={name}", *sizes] for name, sizes in NARROW_ENCODERS.items() if name in names("encoder")}
+    for folder, overrides in sweeps.items():
+        fork_zoo("train", "-m", *tiny, *few, *overrides, f"hydra.sweep.dir={tmp_path / folder}", cwd=tmp_path)
     finished = {json.loads(p.read_text())["components"]["encoder"]["name"]
-                for p in (tmp_path / "sweep").glob("*/summary.json")
+                for p in tmp_path.glob("*/*/summary.json")
                 if json.loads(p.read_text())["status"] == "finished"}
     assert finished == set(names("encoder"))

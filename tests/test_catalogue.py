@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import run_zoo
+from conftest import fork_zoo
 from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import KINDS
@@ -13,7 +13,7 @@ from zoo.registry.kinds import KINDS
 
 @pytest.fixture(scope="module")
 def listing(tmp_path_factory) -> list[str]:
-    return run_zoo("list", cwd=tmp_path_factory.mktemp("list")).stdout.splitlines()
+    return fork_zoo("list", cwd=tmp_path_factory.mktemp("list")).stdout.splitlines()
 
 
 def field_line(listing: list[str], kind: str, component: str, field: str) -> str:
@@ -42,7 +42,7 @@ def test_each_kind_is_headed_by_its_role(listing):
 
 
 def test_filter_keeps_only_matching_names(tmp_path):
-    out = run_zoo("list", "attention", "--filter", "dot", cwd=tmp_path).stdout
+    out = fork_zoo("list", "attention", "--filter", "dot", cwd=tmp_path).stdout
     assert out.startswith("attention: ") and "  dot " in out and "  scaled_dot " in out and "additive" not in out
 
 

@@ -51,7 +51,7 @@ def test_ddp_on_two_cpu_processes_writes_one_run_and_scores_whole_splits(tmp_pat
     The default run directory holds a timestamp: a rank that composed its own would make a second one.
     """
     # 3 validation and test batches: one process evaluates two of them, the other one
-    proc = run_zoo("train", *TINY, "trainer=ddp_cpu", "data.max_tokens=200", cwd=tmp_path)
+    proc = run_zoo("train", *TINY, "trainer=ddp_cpu", "data.max_tokens=200", "dataset.train_size=64", cwd=tmp_path)
     assert "MEMBER: 2/2" in proc.stdout + proc.stderr, "the second rank never started"
     assert proc.stdout.count("run directory:") == 1, "only rank 0 prints the result"
     assert [p.name for p in tmp_path.iterdir()] == ["outputs"], "a rank wrote outside the run directory"
@@ -79,7 +79,8 @@ def test_joblib_sweep_workers_import_a_folder_plugin(tmp_path):
     scorer = fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->")  # the README's example plugin
     (tmp_path / "my_plugins" / "distance.py").write_text(scorer)
     sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "attention=distance,dot"]
-    run_zoo("train", *sweep, "plugin_dirs=[my_plugins]", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    run_zoo("train", *sweep, "plugin_dirs=[my_plugins]", *TINY, "dataset.train_size=64", "dataset.val_size=8",
+            "dataset.test_size=8", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     scorers = {
         job: json.loads((tmp_path / "sweep" / job / "summary.json").read_text())["components"]["attention"]["name"]
         for job in ("0", "1")

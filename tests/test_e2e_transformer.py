@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_zoo
+from conftest import fork_zoo
 
 TINY_TRANSFORMER = [
     "experiment=smoke",
+    "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=4",
     "encoder=transformer",
     "decoder=transformer",
     "posenc=rotary",
@@ -21,14 +22,14 @@ TINY_TRANSFORMER = [
 
 def test_transformer_rotary_cosine_trains_translates_and_draws(tmp_path):
     run_dir = tmp_path / "run"
-    run_zoo("train", *TINY_TRANSFORMER, f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    fork_zoo("train", *TINY_TRANSFORMER, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["components"]["posenc"]["name"] == "rotary" and summary["decode"] == "beam"
 
-    beam = run_zoo("translate", str(run_dir), "the dog sees the cat", "--decode", "beam", "--beam-size", "4", cwd=tmp_path)
+    beam = fork_zoo("translate", str(run_dir), "the dog sees the cat", "--decode", "beam", "--beam-size", "4", cwd=tmp_path)
     assert len(beam.stdout.splitlines()) == 1
 
-    out = run_zoo("attention", str(run_dir), "the dog sees the cat", cwd=tmp_path).stdout
+    out = fork_zoo("attention", str(run_dir), "the dog sees the cat", cwd=tmp_path).stdout
     pictures = sorted((run_dir / "attention").rglob("*.png"))
     # 2 layers x (encoder self, decoder self, cross) x (2 heads + 1 grid)
     assert len(pictures) == 2 * 3 * 3, out

@@ -7,7 +7,7 @@ import re
 import torch
 
 import zoo
-from conftest import run_zoo
+from conftest import fork_zoo
 from zoo import registry
 from zoo.model import Seq2Seq
 from zoo.registry import discovery
@@ -105,7 +105,7 @@ def test_page_is_logged_to_wandb(task, tmp_path):
 
 
 def test_cli_writes_the_explorer_into_the_run_and_prints_its_path(trained_run, tmp_path):
-    out = run_zoo("attention", str(trained_run), "the dog sees the cat", "--html", cwd=tmp_path).stdout
+    out = fork_zoo("attention", str(trained_run), "the dog sees the cat", "--html", cwd=tmp_path).stdout
     path = trained_run / "attention" / "the_dog_sees_the_cat" / EXPLORER_FILE
     assert out.strip() == str(path)
     data = embedded_data(path.read_text(encoding="utf-8"))

@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import TINY, run_zoo
+from conftest import TINY, ForkedZoo
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[dev]' (zoo[slurm])")
 
@@ -27,17 +25,8 @@ def summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
-def test_a_submitit_sweep_runs_every_job_to_its_summary(tmp_path):
-    sweep = tmp_path / "sweep"
-    run_zoo("train", *SUBMITIT, *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
-    for job, seed in (("0", 1), ("1", 2)):
-        record = summary(sweep / job)
-        assert record["status"] == "finished" and record["seed"] == seed and not record.get("resumes")
-        assert not (sweep / job / ".zoo.lock").exists()
-
-
 def wait_for_validation(sweep_root: Path, deadline: float) -> Path:
-    """The job's run directory once it has validated once (training is under way, last.ckpt written)."""
+    """Job 0's run directory once it has validated once (training is under way, last.ckpt written)."""
     while time.time() < deadline:
         for record in sweep_root.glob("*/*/0/summary.json"):
             try:
@@ -49,32 +38,44 @@ def wait_for_validation(sweep_root: Path, deadline: float) -> Path:
     raise AssertionError("the job never validated")
 
 
-def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directory(tmp_path):
-    """USR2 (what SLURM sends before a time limit or on pre-emption) to the training job: it stops after the step,
-    writes last.ckpt, is recorded as interrupted and requeued; the requeued job resumes it and finishes. The sweep
-    directory is the default one (a timestamp): the requeued job must not compute a new one."""
-    long = [*TINY, "trainer.max_epochs=8", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
-    env = {**os.environ, "WANDB_MODE": "offline"}
-    sweep = subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", *SUBMITIT, *long, "seed=3"], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    run_dir = wait_for_validation(tmp_path / "multirun", time.time() + 300)
+@pytest.fixture(scope="module")
+def preempted(tmp_path_factory) -> Path:
+    """A submitit sweep of two jobs (seeds 3 and 4) in the default sweep directory (a timestamp), whose job 0 gets
+    USR2 (what SLURM sends before a time limit or on pre-emption) once it has validated; job 0's run directory."""
+    work = tmp_path_factory.mktemp("submitit")
+    long = [*TINY, "trainer.max_epochs=8", "trainer.val_check_interval=0.4", "trainer.patience=1000",
+            "dataset.val_size=8", "dataset.test_size=4"]
+    sweep = ForkedZoo("train", *SUBMITIT, *long, "seed=3,4", cwd=work)
+    run_dir = wait_for_validation(work / "multirun", time.time() + 300)
     job_pid = json.loads((run_dir / ".zoo.lock").read_text())["pid"]  # the job, not the sweep (it waits)
     os.kill(job_pid, signal.SIGUSR2)
-    _, stderr = sweep.communicate(timeout=300)
-    assert sweep.returncode == 0, stderr[-3000:]
+    sweep.wait(timeout=300)
+    return run_dir
 
-    assert [p.relative_to(tmp_path / "multirun") for p in (tmp_path / "multirun").glob("*/*")] == [
-        run_dir.parent.relative_to(tmp_path / "multirun")], "the requeued job ran in another sweep directory"
-    job_logs = "".join(p.read_text() for p in run_dir.parent.glob(".submitit/*/*_log.*"))
+
+def test_a_submitit_sweep_runs_every_job_to_its_summary(preempted):
+    for job, seed in (("0", 3), ("1", 4)):
+        record = summary(preempted.parent / job)
+        assert record["status"] == "finished" and record["seed"] == seed and record["steps"] == 40
+        assert not (preempted.parent / job / ".zoo.lock").exists()
+    assert not summary(preempted.parent / "1").get("resumes"), "the job left alone ran straight through"
+
+
+def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directory(preempted):
+    """USR2 to the training job: it stops after the step, writes last.ckpt, is recorded as interrupted and requeued;
+    the requeued job resumes it and finishes. The requeued job must not compute a new sweep directory."""
+    multirun = preempted.parent.parent.parent
+    assert [p.relative_to(multirun) for p in multirun.glob("*/*")] == [preempted.parent.relative_to(multirun)], \
+        "the requeued job ran in another sweep directory"
+    job_logs = "".join(p.read_text() for p in preempted.parent.glob(".submitit/*/*_log.*"))
     assert "zoo: SIGUSR2: stopping after this step, writing last.ckpt" in job_logs
     assert "Requeued job" in job_logs
-    done = summary(run_dir)
+    done = summary(preempted)
     (resume,) = done["resumes"]
     assert resume["from"] == "interrupted" and 0 < resume["step"] < 40
     assert done["status"] == "finished" and done["steps"] == 40  # 8 epochs of 5 batches: nothing lost, nothing twice
     steps = [v["step"] for v in done["validations"]]
     assert steps == [5 * epoch + k for epoch in range(8) for k in (2, 4)]
-    assert not (run_dir / ".zoo.lock").exists()
 
 
 def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 from zoo.errors import ZooError
 from zoo.training.loggers import check_tracker_packages, wandb_mode
 
@@ -32,7 +32,7 @@ def test_tensorboard_and_mlflow_presets_log_the_run(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient  # slow to import: only where it is used
 
     run_dir = tmp_path / "run"
-    run_zoo("train", *TINY, "logger=[tensorboard,mlflow]", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    fork_zoo("train", *TINY, "logger=[tensorboard,mlflow]", f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*")), "TensorBoard writes event files"
     assert (run_dir / "metrics.csv").exists(), "CSV is always written"
 

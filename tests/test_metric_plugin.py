@@ -8,7 +8,7 @@ import shlex
 import pytest
 import torch
 
-from conftest import ROOT, TINY, run_zoo
+from conftest import ROOT, TINY, fork_zoo
 
 README = (ROOT / "README.md").read_text()
 
@@ -26,7 +26,7 @@ def test_ter_plugin_drives_checkpoints_early_stopping_summary_and_compare(tmp_pa
     command = shlex.split(readme_block("<!-- readme-test: metric commands -->").split("#")[0])
     assert command[:2] == ["zoo", "train"]
     run_dir = tmp_path / "run"
-    run_zoo(*command[1:], *TINY, "trainer.max_epochs=2", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    fork_zoo(*command[1:], *TINY, "trainer.max_epochs=2", f"hydra.run.dir={run_dir}", cwd=tmp_path)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["monitor"] == "ter"
@@ -45,5 +45,5 @@ def test_ter_plugin_drives_checkpoints_early_stopping_summary_and_compare(tmp_pa
                for k, v in zip(header, row.split(",")) if k == "val/ter" and v]
     assert summary["best_val"] == min(val_ter), "the best checkpoint is the one with the lowest val/ter"
 
-    table = run_zoo("compare", str(run_dir), "--format", "markdown", cwd=tmp_path).stdout
+    table = fork_zoo("compare", str(run_dir), "--format", "markdown", cwd=tmp_path).stdout
     assert "| ter |" in table and "sorted by ter (lower is better)" in table

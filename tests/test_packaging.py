@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import ROOT, TINY, run_zoo
+from conftest import ROOT, TINY, fork_zoo
 
 # What a fresh clone would not hold: build leftovers, local environments and run outputs.
 NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "outputs", "multirun", "wandb", ".pytest_cache")
@@ -134,16 +134,17 @@ def test_installed_zoo_lists_the_same_components_as_the_checkout(installed, outs
     """A plugin package left out of the wheel would be missing from the installed list."""
     listed = run_installed(installed, "zoo", "list", cwd=outside).stdout
     assert "attention:" in listed and "zoo_plugins." in listed
-    assert listed == run_zoo("list", cwd=outside, env={"ZOO_PLUGIN_DIRS": None}).stdout
+    assert listed == fork_zoo("list", cwd=outside, env={"ZOO_PLUGIN_DIRS": None}).stdout
 
 
 def test_installed_zoo_composes_and_trains_outside_the_checkout(installed, outside):
     """The Hydra configs come from the wheel's zoo.conf (there is no conf/ here to fall back on)."""
-    job = run_installed(installed, "zoo", "train", "--cfg", "job", "experiment=smoke", cwd=outside).stdout
-    smoke = OmegaConf.load(ROOT / "conf" / "experiment" / "smoke.yaml")
-    assert "encoder:" in job and f"train_size: {smoke.dataset.train_size}" in job  # the schema, and the preset
     run_dir = outside / "run"
-    run_installed(installed, "zoo", "train", *TINY, f"hydra.run.dir={run_dir}", cwd=outside)
+    run_installed(installed, "zoo", "train", *TINY, "dataset.val_size=8", "dataset.test_size=4", f"hydra.run.dir={run_dir}",
+                  cwd=outside)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary  # a finished run
     assert not (outside / "outputs").exists(), "hydra.run.dir was ignored"
+    job = (run_dir / "config.yaml").read_text()  # the composed config, as saved
+    smoke = OmegaConf.load(ROOT / "conf" / "experiment" / "smoke.yaml")
+    assert "encoder:" in job and f"train_size: {smoke.dataset.train_size}" in job  # the schema, and the preset

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, run_zoo
+from conftest import TINY, ForkedZoo, fork_zoo
 from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
 from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
 
@@ -47,7 +47,7 @@ def refusal(proc: subprocess.CompletedProcess) -> str:
 def test_an_existing_run_is_refused_and_left_byte_for_byte(trained_run, tmp_path):
     before = snapshot(trained_run)
     assert {".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml"} <= set(before)
-    proc = run_zoo("train", *TINY, "seed=99", f"hydra.run.dir={trained_run}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", *TINY, "seed=99", f"hydra.run.dir={trained_run}", cwd=tmp_path, check=False)
     assert "already holds a run" in refusal(proc)
     assert snapshot(trained_run) == before
 
@@ -58,7 +58,7 @@ def test_a_folder_holding_something_else_is_refused_and_left_as_it_was(tmp_path)
     (mine / "config.yaml").write_text("my: own config\n")
     (mine / "notes" / "todo.txt").write_text("keep me\n")
     before = snapshot(mine)
-    proc = run_zoo("train", *TINY, f"hydra.run.dir={mine}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", *TINY, f"hydra.run.dir={mine}", cwd=tmp_path, check=False)
     assert "not a zoo run (config.yaml, notes)" in refusal(proc)
     assert snapshot(mine) == before
 
@@ -67,7 +67,7 @@ def test_a_refused_config_leaves_an_existing_empty_folder_untouched(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     before = snapshot(empty)
-    proc = run_zoo("train", *TINY, "decode.beam_size=0", f"hydra.run.dir={empty}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", *TINY, "decode.beam_size=0", f"hydra.run.dir={empty}", cwd=tmp_path, check=False)
     assert "decode.beam_size=0 must be >= 1" in refusal(proc)
     assert snapshot(empty) == before  # not even a lock file came and went (the folder's mtime)
 
@@ -78,29 +78,21 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes_th
     (sweep / "multirun.yaml").write_text("hydra: {}\n")
     (sweep / "0" / "summary.json").write_text("{}")
     before = snapshot(sweep)
-    proc = run_zoo("train", "-m", *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", "-m", *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
     assert "already holds a sweep" in refusal(proc)
     assert snapshot(sweep) == before
 
 
 def test_two_runs_started_into_one_new_folder_one_runs_the_other_is_refused(tmp_path):
     run_dir = tmp_path / "shared"
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    procs = {
-        seed: subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", *TINY, f"seed={seed}", f"hydra.run.dir={run_dir}"],
-                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for seed in (11, 22)
-    }
-    results = {seed: (proc.wait(timeout=600), proc.stderr.read()) for seed, proc in procs.items()}
-    for proc in procs.values():
-        proc.stdout.close()
-        proc.stderr.close()
-    winners = [seed for seed, (code, _) in results.items() if code == 0]
-    assert len(winners) == 1, results
+    procs = {seed: ForkedZoo("train", *TINY, f"seed={seed}", f"hydra.run.dir={run_dir}", cwd=tmp_path) for seed in (11, 22)}
+    results = {seed: proc.wait(check=False) for seed, proc in procs.items()}
+    winners = [seed for seed, done in results.items() if done.returncode == 0]
+    assert len(winners) == 1, {seed: (done.returncode, done.stderr[-3000:]) for seed, done in results.items()}
     (winner,) = winners
     (loser,) = set(results) - {winner}
-    errors = [line for line in results[loser][1].splitlines() if line.startswith("zoo: error:")]
-    assert results[loser][0] == 1 and len(errors) == 1, results[loser][1][-3000:]
+    errors = [line for line in results[loser].stderr.splitlines() if line.startswith("zoo: error:")]
+    assert results[loser].returncode == 1 and len(errors) == 1, results[loser].stderr[-3000:]
     assert "being written by another zoo process" in errors[0] or "already holds a run" in errors[0]
     # Nothing mixed: the config, Hydra's record and the summary are all the winner's.
     assert json.loads((run_dir / "summary.json").read_text())["seed"] == winner
@@ -201,7 +193,7 @@ def test_a_run_with_folder_and_package_plugins_is_used_from_anywhere(tmp_path):
     install_distribution(site, "bagenc_zoo", "0.3", PACKAGE_PLUGIN)
     with_package = {"PYTHONPATH": str(site), "ZOO_PLUGIN_DIRS": None}
     run_dir = work / "run"
-    run_zoo("train", *TINY, "plugin_dirs=[local_plugins]", "attention=negdist", "encoder=bag", "hydra.run.dir=run",
+    fork_zoo("train", *TINY, "plugin_dirs=[local_plugins]", "attention=negdist", "encoder=bag", "hydra.run.dir=run",
             cwd=work, env=with_package)
 
     # What the run recorded: the folder (absolute), its sources, and where every component came from.
@@ -215,21 +207,21 @@ def test_a_run_with_folder_and_package_plugins_is_used_from_anywhere(tmp_path):
     assert origin["decoder"]["package"] == "zoo" and origin["decoder"]["module"].startswith("zoo_plugins.")
 
     # From another folder, without ZOO_PLUGIN_DIRS.
-    first = run_zoo("translate", str(run_dir), "the dog sees the cat", cwd=elsewhere, env=with_package).stdout
+    first = fork_zoo("translate", str(run_dir), "the dog sees the cat", cwd=elsewhere, env=with_package).stdout
 
     # The package missing: one line naming the component, its package and version, and how to get it.
-    proc = run_zoo("translate", str(run_dir), "the dog", cwd=elsewhere, env={"ZOO_PLUGIN_DIRS": None}, check=False)
+    proc = fork_zoo("translate", str(run_dir), "the dog", cwd=elsewhere, env={"ZOO_PLUGIN_DIRS": None}, check=False)
     line = refusal(proc)
     assert "encoder 'bag'" in line and "bagenc_zoo" in line and "pip install 'bagenc_zoo==0.3'" in line
 
     # The folder gone: the sources copied into the run stand in for it.
     (work / "local_plugins").rename(tmp_path / "moved_away")
-    again = run_zoo("translate", str(run_dir), "the dog sees the cat", cwd=elsewhere, env=with_package)
+    again = fork_zoo("translate", str(run_dir), "the dog sees the cat", cwd=elsewhere, env=with_package)
     assert again.stdout == first and "using the copy of its sources" in again.stderr
 
     # Neither the folder nor a copy: one line naming the plugin and its folder.
     bare = tmp_path / "bare"
     shutil.copytree(run_dir, bare)
     shutil.rmtree(bare / "plugins")
-    line = refusal(run_zoo("translate", str(bare), "the dog", cwd=elsewhere, env=with_package, check=False))
+    line = refusal(fork_zoo("translate", str(bare), "the dog", cwd=elsewhere, env=with_package, check=False))
     assert "attention 'negdist'" in line and folder in line and "negdist.py" in line

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +13,7 @@ import optuna
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import ROOT, TINY, run_zoo
+from conftest import ROOT, TINY, ForkedZoo, fork_zoo
 from zoo.report.runs import find_runs
 from zoo.search import STUDY_FILE
 from zoo.search.expected_max import expected_best
@@ -25,9 +22,10 @@ from zoo.search.space import flat_space, read_space
 from zoo.search.sweeper import Search
 
 # Two families (one study per encoder) of 3 trials, each over the GRU preset's space less the widths TINY fixes,
-# and the best trial of each run again with one seed.
-SEARCH = ["-m", "hydra/sweeper=optuna", "encoder=gru,lstm", "search=gru", *TINY,
-          "hydra.sweeper.trials=3", "hydra.sweeper.reseed=[1]"]
+# and the best trial of each run again with one seed. Few items to score: each trial's second (the one
+# stopped) trains on TINY's 200 pairs, long enough to be stopped while it trains.
+SEARCH = ["-m", "hydra/sweeper=optuna", "encoder=gru,lstm", "search=gru", *TINY, "dataset.val_size=8",
+          "dataset.test_size=4", "hydra.sweeper.trials=3", "hydra.sweeper.reseed=[1]"]
 FAMILIES = ("encoder=gru", "encoder=lstm")
 
 
@@ -42,17 +40,15 @@ def resumed(tmp_path_factory) -> dict:
     """The search, stopped with SIGINT once its second trial has started, then resumed with resume_mode=auto."""
     work = tmp_path_factory.mktemp("search")
     sweep = work / "sweep"
-    command = [sys.executable, "-m", "zoo.cli", "train", *SEARCH, f"hydra.sweep.dir={sweep}"]
-    first = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "WANDB_MODE": "offline"})
+    first = ForkedZoo("train", *SEARCH, f"hydra.sweep.dir={sweep}", cwd=work)
     deadline = time.monotonic() + 120
     while not (sweep / "1" / "summary.json").exists() and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     first.send_signal(signal.SIGINT)
-    _, stopped_stderr = first.communicate(timeout=120)
+    stopped = first.wait(timeout=120, check=False)
     before = {"states": trial_states(sweep), "mtime": (sweep / "0" / "summary.json").stat().st_mtime_ns}
-    proc = run_zoo("train", *SEARCH, f"hydra.sweep.dir={sweep}", "resume_mode=auto", cwd=work)
-    return {"sweep": sweep, "stopped": (first.returncode, stopped_stderr), "before": before, "proc": proc}
+    proc = fork_zoo("train", *SEARCH, f"hydra.sweep.dir={sweep}", "resume_mode=auto", cwd=work)
+    return {"sweep": sweep, "stopped": (stopped.returncode, stopped.stderr), "before": before, "proc": proc}
 
 
 def test_a_stopped_search_resumes_to_its_budget(resumed):
@@ -97,7 +93,7 @@ def test_the_best_trial_runs_again_with_the_test_split(resumed):
 
 def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resumed, tmp_path):
     report = tmp_path / "report.html"
-    proc = run_zoo("compare", str(resumed["sweep"]), "--format", "markdown", "--html", str(report), cwd=tmp_path)
+    proc = fork_zoo("compare", str(resumed["sweep"]), "--format", "markdown", "--html", str(report), cwd=tmp_path)
     assert proc.stdout.startswith("expected best validation score after n trials")
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| encoder=") and "finished" in line]
     assert len(rows) == 2 and all(row.split(" | ")[1] == "1" for row in rows), "a row holds the re-run, no trial"
@@ -107,9 +103,9 @@ def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resum
 
 def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = run_zoo("train", "-m", "hydra/sweeper=optuna", "decoder.dropout=1.5,0.1", "search=gru", *TINY,
-                   "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
-                   check=False)
+    proc = fork_zoo("train", "-m", "hydra/sweeper=optuna", "decoder.dropout=1.5,0.1", "search=gru", *TINY,
+                    "dataset.train_size=64", "dataset.val_size=4", "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]",
+                    f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
     assert proc.returncode == 1 and "2 job(s) of the sweep failed" in proc.stderr
     assert trial_states(sweep) == {"decoder.dropout=1.5": ["FAIL", "FAIL"], "decoder.dropout=0.1": ["COMPLETE"] * 2}
     failed = json.loads((sweep / "0" / "summary.json").read_text())
@@ -120,7 +116,7 @@ def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
 
 
 def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):
-    proc = run_zoo("train", "-m", "hydra/sweeper=optuna", "encoder=gru,lstm", f"hydra.sweep.dir={tmp_path / 's'}",
+    proc = fork_zoo("train", "-m", "hydra/sweeper=optuna", "encoder=gru,lstm", f"hydra.sweep.dir={tmp_path / 's'}",
                    cwd=tmp_path, check=False)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert "study 'encoder=gru' has no search space" in proc.stderr and not (tmp_path / "s").exists()

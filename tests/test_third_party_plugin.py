@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 
 SCORER_PLUGIN = '''
 from dataclasses import dataclass
@@ -84,13 +84,13 @@ def test_entry_point_plugin_is_listed_and_trains(tmp_path):
     site = tmp_path / "site"
     install_fake_distribution(site, "thirdparty_zoo", textwrap.dedent(PLUGIN))
     env = {"PYTHONPATH": str(site)}
-    listing = run_zoo("list", cwd=tmp_path, env=env).stdout
+    listing = fork_zoo("list", cwd=tmp_path, env=env).stdout
     assert "negdist" in listing and "[thirdparty_zoo]" in listing
     assert "bag" in listing and "hidden_size: int = 64" in listing
 
     run_dir = tmp_path / "run"
     overrides = [o for o in TINY if not o.startswith("encoder.")]
-    run_zoo("train", "attention=negdist", "encoder=bag", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, env=env)
+    fork_zoo("train", "attention=negdist", "encoder=bag", *overrides, f"hydra.run.dir={run_dir}", cwd=tmp_path, env=env)
     components = json.loads((run_dir / "summary.json").read_text())["components"]
     assert components["attention"]["name"] == "negdist" and components["encoder"]["name"] == "bag"
 
@@ -98,7 +98,7 @@ def test_entry_point_plugin_is_listed_and_trains(tmp_path):
 def test_broken_entry_point_is_named_in_the_error(tmp_path):
     site = tmp_path / "site"
     install_fake_distribution(site, "broken_zoo", BROKEN)
-    proc = run_zoo("list", cwd=tmp_path, env={"PYTHONPATH": str(site)}, check=False)
+    proc = fork_zoo("list", cwd=tmp_path, env={"PYTHONPATH": str(site)}, check=False)
     assert proc.returncode == 1
     assert "broken_zoo" in proc.stderr and "RuntimeError: boom" in proc.stderr
 
@@ -113,9 +113,9 @@ def plugin_folder(path, **files: str):
 
 def test_plugin_folder_from_env_and_override(tmp_path):
     folder = plugin_folder(tmp_path / "local_plugins", negdist=textwrap.dedent(PLUGIN))
-    listing = run_zoo("list", "attention", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}).stdout
+    listing = fork_zoo("list", "attention", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}).stdout
     assert "negdist" in listing and "[zoo.registry.folders.local_plugins.negdist]" in listing
-    job = run_zoo("train", f"plugin_dirs=[{folder}]", "attention=negdist", "--cfg", "job", cwd=tmp_path).stdout
+    job = fork_zoo("train", f"plugin_dirs=[{folder}]", "attention=negdist", "--cfg", "job", cwd=tmp_path).stdout
     assert "name: negdist" in job
 
 
@@ -131,7 +131,7 @@ def test_folder_plugin_module_imports_in_a_fresh_process_from_the_environment(tm
 def test_same_folder_twice_is_harmless(tmp_path):
     folder = plugin_folder(tmp_path / "local_plugins", negdist=textwrap.dedent(PLUGIN))
     env = {"ZOO_PLUGIN_DIRS": os.pathsep.join([str(folder), "local_plugins"])}
-    job = run_zoo("train", "plugin_dirs=[local_plugins]", "attention=negdist", "--cfg", "job", cwd=tmp_path, env=env)
+    job = fork_zoo("train", "plugin_dirs=[local_plugins]", "attention=negdist", "--cfg", "job", cwd=tmp_path, env=env)
     assert "name: negdist" in job.stdout
 
 
@@ -139,17 +139,17 @@ def test_two_folders_with_one_name_are_a_clear_error(tmp_path):
     first = plugin_folder(tmp_path / "a" / "local_plugins", negdist=textwrap.dedent(PLUGIN))
     second = plugin_folder(tmp_path / "b" / "local_plugins")
     env = {"ZOO_PLUGIN_DIRS": os.pathsep.join([str(first), str(second)])}
-    proc = run_zoo("list", cwd=tmp_path, env=env, check=False)
+    proc = fork_zoo("list", cwd=tmp_path, env=env, check=False)
     assert proc.returncode == 1 and "rename one" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
 def test_broken_folder_plugin_names_its_file(tmp_path):
     folder = plugin_folder(tmp_path / "local_plugins", broken=BROKEN)
-    proc = run_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}, check=False)
+    proc = fork_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(folder)}, check=False)
     assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1
     assert str(folder / "broken.py") in proc.stderr and "RuntimeError: boom" in proc.stderr
 
 
 def test_missing_plugin_folder_is_a_clear_error(tmp_path):
-    proc = run_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(tmp_path / "nope")}, check=False)
+    proc = fork_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(tmp_path / "nope")}, check=False)
     assert proc.returncode == 1 and "does not exist" in proc.stderr

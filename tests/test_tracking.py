@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 from zoo.training.tracking import final_metrics, one_wandb_run_per_job, run_group
 
 BLOCK, CHUNK_HEADER = 32 * 1024, 7
@@ -65,8 +65,9 @@ def offline_run(job_dir: Path) -> dict:
 
 def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
     sweep = tmp_path / "sweep"
-    run_zoo("train", "-m", *TINY, "logger=wandb", "logger.tags=[nightly]", "attention=additive,dot",
-            f"hydra.sweep.dir={sweep}", cwd=tmp_path, env={"WANDB_MODE": None})
+    fork_zoo("train", "-m", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=4", "logger=wandb",
+             "logger.tags=[nightly]", "attention=additive,dot", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+             env={"WANDB_MODE": None})
     for job, attention in (("0", "additive"), ("1", "dot")):
         run = offline_run(sweep / job)
         summary = json.loads((sweep / job / "summary.json").read_text())
