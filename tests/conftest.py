@@ -89,7 +89,8 @@ class ForkedZoo:
     A real process (its own pid, signals, exit status, stdout, stderr, working folder and environment) that
     starts in milliseconds instead of seconds, like tests/battery.py's; folders added to ``PYTHONPATH`` in
     ``env`` join its sys.path. Not a fresh interpreter: where a test is about one (warnings at import,
-    PYTHONHASHSEED, re-executing itself, a folder taken off PYTHONPATH), use :func:`run_zoo`.
+    PYTHONHASHSEED, re-executing itself as DDP does, a folder taken off PYTHONPATH) or the command starts a
+    pool of workers (hydra/launcher=joblib: loky's pool outlives the job here for minutes), use :func:`run_zoo`.
     """
 
     def __init__(self, *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None):
