@@ -25,6 +25,7 @@ one, so it has a cache that beam search must reorder, like a real decoder.
 To compare two versions of :mod:`zoo.decoding`, run this file with ``PYTHONPATH``
 pointing at the other checkout (``git worktree add /tmp/old COMMIT``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -152,6 +153,7 @@ class StepCounter:
 
 def time_beam(model, source, limits, beam: int, penalty: str, alpha: float, rounds: int) -> tuple[float, int]:
     """Seconds of the fastest beam search over the batch in ``rounds``, and the decoder steps it takes."""
+
     def run():
         return beam_search(model, source, beam_size=beam, length_penalty=penalty, alpha=alpha, max_len=limits)
 

@@ -9,6 +9,7 @@ step, and the share of the two spent waiting for data.
 
     python benchmarks/bench_caption_data.py task=captioning [OVERRIDES...] [--batches 30] [--threads 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,9 @@ def main() -> None:
     images = sum(len(items) for items in data.items.values())
     print(f"{' '.join(args.overrides)}")
     print(f"  setup: {setup_seconds:.1f} s for {images} images (decoded and resized once)")
-    print(f"  per batch: data {wait * 1000:.1f} ms, step {step * 1000:.0f} ms; waiting for data {wait / (wait + step):.1%}")
+    print(
+        f"  per batch: data {wait * 1000:.1f} ms, step {step * 1000:.0f} ms; waiting for data {wait / (wait + step):.1%}"
+    )
 
 
 if __name__ == "__main__":

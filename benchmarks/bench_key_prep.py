@@ -19,6 +19,7 @@ symlink the script makes in a temporary folder, its ``plugins/`` as ``zoo_plugin
 
     python benchmarks/bench_key_prep.py --before /tmp/keyold            # markdown table
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,10 +44,14 @@ SCORERS = ("additive", "general", "scaled_dot")
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the older tree (its zoo/ and plugins/)")
-    parser.add_argument("--worker", action="store_true", help="serve timings of this tree on stdin/stdout (the driver starts it)")
+    parser.add_argument(
+        "--worker", action="store_true", help="serve timings of this tree on stdin/stdout (the driver starts it)"
+    )
     parser.add_argument("--repeats", type=int, default=15, help="timed runs per case and tree")
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--source", type=int, default=30, help="source length (a quarter of the rows padded by a third)")
+    parser.add_argument(
+        "--source", type=int, default=30, help="source length (a quarter of the rows padded by a third)"
+    )
     parser.add_argument("--steps", type=int, default=30, help="decoding steps / target positions")
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
@@ -70,8 +75,14 @@ def build_decoder(name: str, scorer: str, args):
         cfg["hidden_size"] = args.d_model
     extra = {"self_scorer": {"name": "scaled_dot"}} if name == "transformer" else {}
     decoder = build(
-        "decoder", cfg, vocab_size=1000, memory_dim=args.d_model, state_dim=args.d_model,
-        scorer=default_config("attention", scorer), posenc={"name": "sinusoidal"}, **extra,
+        "decoder",
+        cfg,
+        vocab_size=1000,
+        memory_dim=args.d_model,
+        state_dim=args.d_model,
+        scorer=default_config("attention", scorer),
+        posenc={"name": "sinusoidal"},
+        **extra,
     )
     return decoder.eval()
 
@@ -131,13 +142,22 @@ def start_worker(tree: Path, scratch: Path, argv: list[str]) -> subprocess.Popen
     """A worker process with ``tree``'s zoo first on the path; checks that it really imports that tree."""
     env = dict(os.environ, PYTHONPATH=plugin_path(tree, scratch))
     check = "import zoo, zoo_plugins; print(zoo.__file__, zoo_plugins.__path__[0])"
-    where = subprocess.run([sys.executable, "-c", check], env=env, cwd=scratch, capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", check], env=env, cwd=scratch, capture_output=True, text=True, check=True
+    )
     zoo_file, plugins_dir = where.stdout.split()
-    if not (Path(zoo_file).resolve().is_relative_to(tree.resolve()) and Path(plugins_dir).resolve() == (tree / "plugins").resolve()):
+    if not (
+        Path(zoo_file).resolve().is_relative_to(tree.resolve())
+        and Path(plugins_dir).resolve() == (tree / "plugins").resolve()
+    ):
         raise SystemExit(f"the worker for {tree} imported {zoo_file} and {plugins_dir}")
     process = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--worker", *argv],
-        env=env, cwd=scratch, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=env,
+        cwd=scratch,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     if process.stdout.readline().strip() != "ready":
         raise SystemExit(f"the worker for {tree} did not start")
@@ -174,7 +194,9 @@ def compare(args) -> None:
         for process in workers.values():
             process.stdin.close()
             process.wait()
-    print_table(args, {label: {case: statistics.median(t) for case, t in by_case.items()} for label, by_case in times.items()})
+    print_table(
+        args, {label: {case: statistics.median(t) for case, t in by_case.items()} for label, by_case in times.items()}
+    )
 
 
 def print_table(args, times: dict[str, dict[str, float]]) -> None:

@@ -14,6 +14,7 @@ or ``zoo train experiment=transformer kv_layout=gqa``, ...):
 
     python benchmarks/bench_kv_cache.py RUN_DIR [RUN_DIR ...] [--batch 64] [--rounds 3] [--threads 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,7 +91,9 @@ def main() -> None:
         task, model = predictor.task, predictor.module.model.eval()
         batches = []
         for start in range(0, len(test), args.batch):
-            source = task.collate_sources(task.encode_sources([item.source for item in test[start : start + args.batch]]))
+            source = task.collate_sources(
+                task.encode_sources([item.source for item in test[start : start + args.batch]])
+            )
             batches.append((source, task.output_limit(source)))
         summary = json.loads((Path(run) / "summary.json").read_text())
         self_bytes, cross_bytes = cache_bytes(model, batches[0][0])
@@ -112,14 +115,20 @@ def main() -> None:
             tokens, seconds = generate_all(rows[run]["model"], rows[run]["batches"])
             rows[run]["speeds"].append(tokens / seconds)
 
-    print(f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} thread(s); "
-          f"greedy, batches of {args.batch} sentences, median of {args.rounds} rounds")
-    print("| layout | decoder params | self-attention cache, bytes per generated token and layer "
-          "| cross-attention cache, bytes per source token and layer | tokens/s | test BLEU |")
+    print(
+        f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} thread(s); "
+        f"greedy, batches of {args.batch} sentences, median of {args.rounds} rounds"
+    )
+    print(
+        "| layout | decoder params | self-attention cache, bytes per generated token and layer "
+        "| cross-attention cache, bytes per source token and layer | tokens/s | test BLEU |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for row in rows.values():
-        print(f"| {row['layout']} | {row['decoder params']:,} | {row['self']:,.0f} | {row['cross']:,.0f} "
-              f"| {statistics.median(row['speeds']):,.0f} | {row['bleu']:.1f} |")
+        print(
+            f"| {row['layout']} | {row['decoder params']:,} | {row['self']:,.0f} | {row['cross']:,.0f} "
+            f"| {statistics.median(row['speeds']):,.0f} | {row['bleu']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

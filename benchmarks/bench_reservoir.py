@@ -18,13 +18,14 @@ Timings are the best of ``--repeats`` runs after one warm-up. reservoirpy is a b
 (``pip install -e .[bench]``); zoo itself never imports it. The speed suite
 (benchmarks/speed_suite.py) imports :func:`contestants` and times them interleaved.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import platform
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -67,8 +68,13 @@ def zoo_reservoir(args: argparse.Namespace):
 
     inputs = np.random.default_rng(0).standard_normal((args.sequences, args.steps, args.input_dim)).astype(np.float32)
     res = Reservoir(
-        args.input_dim, args.units, leak_rate=args.leak_rate, spectral_radius=args.spectral_radius,
-        connectivity=args.connectivity, bias_scaling=0.2, seed=0,
+        args.input_dim,
+        args.units,
+        leak_rate=args.leak_rate,
+        spectral_radius=args.spectral_radius,
+        connectivity=args.connectivity,
+        bias_scaling=0.2,
+        seed=0,
     )
     return res, torch.from_numpy(inputs)
 
@@ -78,8 +84,12 @@ def rpy_same_reservoir(res, args: argparse.Namespace):
     from reservoirpy.nodes import Reservoir as RpyReservoir
 
     return RpyReservoir(
-        units=args.units, lr=args.leak_rate, W=res.W.double().numpy(), Win=res.W_in.double().numpy(),
-        bias=res.b.double().numpy(), input_dim=args.input_dim,
+        units=args.units,
+        lr=args.leak_rate,
+        W=res.W.double().numpy(),
+        Win=res.W_in.double().numpy(),
+        bias=res.b.double().numpy(),
+        input_dim=args.input_dim,
     )
 
 
@@ -88,8 +98,13 @@ def rpy_own_init(args: argparse.Namespace):
     from reservoirpy.nodes import Reservoir as RpyReservoir
 
     return RpyReservoir(
-        units=args.units, lr=args.leak_rate, sr=args.spectral_radius, rc_connectivity=args.connectivity,
-        input_connectivity=1.0, input_dim=args.input_dim, seed=0,
+        units=args.units,
+        lr=args.leak_rate,
+        sr=args.spectral_radius,
+        rc_connectivity=args.connectivity,
+        input_connectivity=1.0,
+        input_dim=args.input_dim,
+        seed=0,
     )
 
 
@@ -114,12 +129,18 @@ def contestants(args: argparse.Namespace) -> dict[str, tuple[str, Callable[[], o
     assert np.abs(zoo_dense(res, u).numpy() - states).max() < 1e-4, "zoo's dense and CSR paths disagree"
     zoo_kind = "sparse CSR" if res._sparse_recurrence(u) else "dense"
     label = f"zoo (torch float32, B={args.sequences})"
-    rows = {f"{label}, default": (zoo_kind, lambda: res(u)), f"{label}, dense forced": ("dense", lambda: zoo_dense(res, u))}
+    rows = {
+        f"{label}, default": (zoo_kind, lambda: res(u)),
+        f"{label}, dense forced": ("dense", lambda: zoo_dense(res, u)),
+    }
     data = u.numpy().astype(np.float64)
     same, own = rpy_same_reservoir(res, args), rpy_own_init(args)
     err = np.abs(np.asarray(same.run(data)) - states).max()
     assert err < 1e-3, f"reservoirpy and zoo disagree on the same reservoir: max |diff| = {err:.2e}"
-    for name, node in (("reservoirpy (numpy float64), zoo's weights", same), ("reservoirpy (numpy float64), own init", own)):
+    for name, node in (
+        ("reservoirpy (numpy float64), zoo's weights", same),
+        ("reservoirpy (numpy float64), own init", own),
+    ):
         rows[name] = ("sparse CSR" if hasattr(node.W, "tocsr") else "dense", lambda node=node: node.run(data))
     return rows
 
@@ -134,17 +155,23 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     rows = [(label, kind, best_time(run, args.repeats)) for label, (kind, run) in contestants(args).items()]
     n_states = args.sequences * args.steps
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, threads={args.threads}; "
-          f"torch {torch.__version__}, reservoirpy {reservoirpy.__version__}, numpy {np.__version__}")
-    print(f"reservoir N={args.units}, density {args.connectivity}, {args.sequences} sequences x {args.steps} steps, "
-          f"input dim {args.input_dim}; best of {args.repeats}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, threads={args.threads}; "
+        f"torch {torch.__version__}, reservoirpy {reservoirpy.__version__}, numpy {np.__version__}"
+    )
+    print(
+        f"reservoir N={args.units}, density {args.connectivity}, {args.sequences} sequences x {args.steps} steps, "
+        f"input dim {args.input_dim}; best of {args.repeats}"
+    )
     rates = [n_states / seconds for _, _, seconds in rows]
     print(f"| {'implementation':<44} | {'W product':<10} | {'seconds':>8} | {'states/s':>9} | {'vs rpy dense':>12} |")
     print(f"|{'-' * 46}|{'-' * 12}|{'-' * 10}|{'-' * 11}|{'-' * 14}|")
     for (label, kind, seconds), rate in zip(rows, rates):
         print(f"| {label:<44} | {kind:<10} | {seconds:8.4f} | {rate:9.0f} | {rate / rates[2]:11.1f}x |")
-    print(f"zoo ({rows[0][1]}) / reservoirpy (own init, {rows[3][1]}): {rates[0] / rates[3]:.1f}x; "
-          f"zoo dense / reservoirpy dense: {rates[1] / rates[2]:.1f}x")
+    print(
+        f"zoo ({rows[0][1]}) / reservoirpy (own init, {rows[3][1]}): {rates[0] / rates[3]:.1f}x; "
+        f"zoo dense / reservoirpy dense: {rates[1] / rates[2]:.1f}x"
+    )
 
 
 if __name__ == "__main__":

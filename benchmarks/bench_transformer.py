@@ -12,6 +12,7 @@ machine load), over several rounds; the median per-round speed ratio is reported
 The speed suite (benchmarks/speed_suite.py) calls :func:`parse_args`, :func:`compare`
 and :func:`training_flops`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.contracts import PAD, EncoderOutput
-from zoo.registry.discovery import discover
 from zoo.registry import build, default_config
+from zoo.registry.discovery import discover
 
 
 class Embed(nn.Module):
@@ -45,7 +46,9 @@ class Embed(nn.Module):
         return self.dropout(self.posenc(self.embedding(ids) * self.scale))
 
 
-warnings.filterwarnings("ignore", message="enable_nested_tensor")  # torch's pre-norm encoder has no nested-tensor fast path
+warnings.filterwarnings(
+    "ignore", message="enable_nested_tensor"
+)  # torch's pre-norm encoder has no nested-tensor fast path
 
 
 class ZooModel(nn.Module):
@@ -54,8 +57,12 @@ class ZooModel(nn.Module):
     def __init__(self, args) -> None:
         super().__init__()
         layout = dict(
-            layers=args.layers, d_model=args.d_model, heads=args.heads, ff_dim=args.ff_dim,
-            dropout=args.dropout, attention_dropout=args.dropout,  # torch.nn.Transformer uses one dropout for both
+            layers=args.layers,
+            d_model=args.d_model,
+            heads=args.heads,
+            ff_dim=args.ff_dim,
+            dropout=args.dropout,
+            attention_dropout=args.dropout,  # torch.nn.Transformer uses one dropout for both
         )
         self.src = Embed(args.vocab, args.d_model, args.dropout)
         self.encoder = build(
@@ -65,8 +72,13 @@ class ZooModel(nn.Module):
             scorer=default_config("attention", "scaled_dot"),
         )
         self.decoder = build(
-            "decoder", default_config("decoder", "transformer", **layout), vocab_size=args.vocab,
-            memory_dim=args.d_model, state_dim=args.d_model, scorer={"name": "scaled_dot"}, posenc={"name": "sinusoidal"},
+            "decoder",
+            default_config("decoder", "transformer", **layout),
+            vocab_size=args.vocab,
+            memory_dim=args.d_model,
+            state_dim=args.d_model,
+            scorer={"name": "scaled_dot"},
+            posenc={"name": "sinusoidal"},
         )
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -83,8 +95,14 @@ class TorchModel(nn.Module):
         self.src = Embed(args.vocab, args.d_model, args.dropout)
         self.tgt = Embed(args.vocab, args.d_model, args.dropout)
         self.transformer = nn.Transformer(
-            args.d_model, args.heads, args.layers, args.layers, args.ff_dim, args.dropout,
-            batch_first=True, norm_first=True,
+            args.d_model,
+            args.heads,
+            args.layers,
+            args.layers,
+            args.ff_dim,
+            args.dropout,
+            batch_first=True,
+            norm_first=True,
         )
         self.output = nn.Linear(args.d_model, args.vocab)
         self.output.weight = self.tgt.embedding.weight
@@ -93,8 +111,12 @@ class TorchModel(nn.Module):
         pad = src == PAD
         causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)
         h = self.transformer(
-            self.src(src), self.tgt(tgt_in), tgt_mask=causal, tgt_is_causal=True,
-            src_key_padding_mask=pad, memory_key_padding_mask=pad,
+            self.src(src),
+            self.tgt(tgt_in),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=pad,
+            memory_key_padding_mask=pad,
         )
         return self.output(h)
 
@@ -212,15 +234,21 @@ def main() -> None:
     result = compare(args)
     device = torch.device(args.device)
     speeds, ratios = result["speeds"], result["ratios"]
-    where = f"{device.type}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads")
+    where = f"{device.type}" + (
+        f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads"
+    )
     print(f"torch {torch.__version__}, {platform.machine()} {where}")
-    print(f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
-          f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, {args.rounds} rounds x {args.batches} steps")
+    print(
+        f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
+        f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, {args.rounds} rounds x {args.batches} steps"
+    )
     print(f"{'model':<22} {'params':>10} {'target tokens/s (median)':>26}")
     for name, model in result["models"].items():
         params = sum(p.numel() for p in model.parameters())
         print(f"{name:<22} {params:>10,} {statistics.median(speeds[name]):>26,.0f}")
-    print(f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+    print(
+        f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})"
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ in BGR order, and randomly initialised weights, so a wrong choice would show.
 
     python benchmarks/check_pretrained.py [--data ../shared/data/flickr8k] [--per-group 250] [--threads 2] [--time]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,12 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import zoo_plugins.frontends.pretrained as pretrained  # registers frontend=pretrained
 from PIL import Image
 
 from zoo.contracts import SourceDescription
 from zoo.registry import build, default_config
-
-import zoo_plugins.frontends.pretrained as pretrained  # registers frontend=pretrained
 
 DOG_CLASSES = range(151, 269)  # ImageNet-1k class indices 151..268: the dog breeds
 DOG_WORDS = re.compile(r"\b(dog|dogs|puppy|puppies)\b", re.IGNORECASE)
@@ -89,29 +89,45 @@ def dog_share(logits: torch.Tensor) -> str:
     """Shares whose top-1 class, or any of the top 5, is a dog breed; mean probability on the breeds; distinct top-1s."""
     top5 = logits.topk(5, dim=1).indices
     is_dog = (top5 >= DOG_CLASSES.start) & (top5 < DOG_CLASSES.stop)
-    mass = logits.softmax(dim=1)[:, DOG_CLASSES.start:DOG_CLASSES.stop].sum(dim=1).mean().item()
+    mass = logits.softmax(dim=1)[:, DOG_CLASSES.start : DOG_CLASSES.stop].sum(dim=1).mean().item()
     distinct = len(set(top5[:, 0].tolist()))
     return f"{is_dog[:, 0].float().mean().item():6.1%} {is_dog.any(dim=1).float().mean().item():6.1%} {mass:6.1%} {distinct:4d}"
 
 
 def run_check(args: argparse.Namespace) -> None:
     dog, other = pick_images(Path(args.data), args.per_group, args.seed)
-    frontend = build("frontend", default_config("frontend", "pretrained", dim=8),
-                     source=SourceDescription("image", channels=3, height=224, width=224)).eval()
+    frontend = build(
+        "frontend",
+        default_config("frontend", "pretrained", dim=8),
+        source=SourceDescription("image", channels=3, height=224, width=224),
+    ).eval()
     classifier = pretrained.load_efficientnet_lite0(classifier=True)
     network = pretrained._import(*pretrained.NETWORK_PACKAGE)
     torch.manual_seed(args.seed)
     random_net = network.EfficientNet.from_name(pretrained.MODEL_NAME, image_size=None).eval()
     models = variants(frontend, classifier, random_net)
-    print(f"{len(dog)} dog images, {len(other)} other images. Columns per group: share whose top-1 class is a dog breed,\n"
-          "share with a dog breed among the top 5, mean probability on the dog breeds, distinct top-1 classes")
+    print(
+        f"{len(dog)} dog images, {len(other)} other images. Columns per group: share whose top-1 class is a dog breed,\n"
+        "share with a dog breed among the top 5, mean probability on the dog breeds, distinct top-1 classes"
+    )
     for size in (128, 224):
-        batches = {name: torch.stack([load_pixels(p, size) for p in paths]) for name, paths in (("dog", dog), ("other", other))}
+        batches = {
+            name: torch.stack([load_pixels(p, size) for p in paths]) for name, paths in (("dog", dog), ("other", other))
+        }
         with torch.no_grad():
-            same = (frontend_logits(frontend, classifier._fc, batches["dog"][:8])
-                    - classifier((batches["dog"][:8] - pretrained.PIXEL_MEAN) / pretrained.PIXEL_STD)).abs().max().item()
-            print(f"\n{size} px (grid {frontend.grid[0]}x{frontend.grid[1]}); frontend path vs the package's own "
-                  f"forward: max |logit difference| {same:.2e}")
+            same = (
+                (
+                    frontend_logits(frontend, classifier._fc, batches["dog"][:8])
+                    - classifier((batches["dog"][:8] - pretrained.PIXEL_MEAN) / pretrained.PIXEL_STD)
+                )
+                .abs()
+                .max()
+                .item()
+            )
+            print(
+                f"\n{size} px (grid {frontend.grid[0]}x{frontend.grid[1]}); frontend path vs the package's own "
+                f"forward: max |logit difference| {same:.2e}"
+            )
             print(f"  {'':32}  {'dog images':^26}  {'other images':^26}")
             print(f"  {'':32}  {' top-1  top-5 P(dog)    n':>26}  {' top-1  top-5 P(dog)    n':>26}")
             for name, model in models.items():
@@ -123,17 +139,25 @@ def run_check(args: argparse.Namespace) -> None:
 
 
 def run_timing(args: argparse.Namespace) -> None:
-    frontend = build("frontend", default_config("frontend", "pretrained", dim=512),
-                     source=SourceDescription("image", channels=3, height=224, width=224)).eval()
+    frontend = build(
+        "frontend",
+        default_config("frontend", "pretrained", dim=512),
+        source=SourceDescription("image", channels=3, height=224, width=224),
+    ).eval()
     trainable = sum(p.numel() for p in frontend.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in frontend.parameters() if not p.requires_grad)
     buffers = sum(b.numel() for name, b in frontend.named_buffers() if "running" in name)
     print(f"\nparameters (dim=512): frozen {frozen:,} (+ {buffers:,} BatchNorm statistics), trainable {trainable:,}")
-    tuned = build("frontend", default_config("frontend", "pretrained", dim=512, finetune_blocks=1),
-                  source=SourceDescription("image", channels=3, height=224, width=224))
+    tuned = build(
+        "frontend",
+        default_config("frontend", "pretrained", dim=512, finetune_blocks=1),
+        source=SourceDescription("image", channels=3, height=224, width=224),
+    )
     print(f"  finetune_blocks=1: trainable {sum(p.numel() for p in tuned.parameters() if p.requires_grad):,}")
-    print(f"forward of a batch of 32, frozen, no_grad, {torch.get_num_threads()} threads, "
-          f"{platform.processor() or platform.machine()}:")
+    print(
+        f"forward of a batch of 32, frozen, no_grad, {torch.get_num_threads()} threads, "
+        f"{platform.processor() or platform.machine()}:"
+    )
     images = {size: torch.rand(32, 3, size, size) for size in (224, 128)}
     times: dict[int, list[float]] = {size: [] for size in images}
     with torch.no_grad():
@@ -146,13 +170,17 @@ def run_timing(args: argparse.Namespace) -> None:
                 times[size].append(time.perf_counter() - started)
     for size, measured in times.items():
         best, median = min(measured), statistics.median(measured)
-        print(f"  {size} px: best {best * 1000:.0f} ms ({best / 32 * 1000:.1f} ms/image), "
-              f"median {median * 1000:.0f} ms of {args.rounds} (a shared machine's load shows in the median)")
+        print(
+            f"  {size} px: best {best * 1000:.0f} ms ({best / 32 * 1000:.1f} ms/image), "
+            f"median {median * 1000:.0f} ms of {args.rounds} (a shared machine's load shows in the median)"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="../shared/data/flickr8k", help="folder with dataset_flickr8k.json and images/")
+    parser.add_argument(
+        "--data", default="../shared/data/flickr8k", help="folder with dataset_flickr8k.json and images/"
+    )
     parser.add_argument("--per-group", type=int, default=250, help="images drawn from each group")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)

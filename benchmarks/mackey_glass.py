@@ -10,6 +10,7 @@ on the next 1000, scored by NRMSE (RMSE / std of the target). The seed picks bot
 series' initial history and the reservoir. Baselines: persistence (predict x_t) and a
 linear readout of x_t alone.
 """
+
 from __future__ import annotations
 
 import argparse

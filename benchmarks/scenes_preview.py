@@ -4,6 +4,7 @@
 
 Also prints how long rendering the default-sized dataset (2000/200/200 images) takes.
 """
+
 from __future__ import annotations
 
 import argparse

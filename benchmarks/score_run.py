@@ -16,6 +16,7 @@ zoo/decoding.py, to measure what a change to the search does to the scores:
     git show af5ddea:zoo/decoding.py > /tmp/decoding_before.py   # before the stopping bound
     python benchmarks/score_run.py RUN_DIR --beam-from /tmp/decoding_before.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,10 +74,18 @@ def score(run_dir: str, strategies: dict[str, tuple[dict, Path | None]], split: 
         seconds = time.perf_counter() - started
         scores = metrics.scores(hypotheses, references)
         repeats = sum(map(repeats_a_trigram, hypotheses))
-        rows.append({"run": run_dir, "decode": name, "seconds": seconds, "items": len(items), "repeats": repeats,
-                     "length_ratio": sum(len(h.split()) for h in hypotheses) / sum(len(r[0].split()) for r in references),
-                     **scores,
-                     "signatures": {m: s["signature"] for m, s in metrics.describe().items()}})
+        rows.append(
+            {
+                "run": run_dir,
+                "decode": name,
+                "seconds": seconds,
+                "items": len(items),
+                "repeats": repeats,
+                "length_ratio": sum(len(h.split()) for h in hypotheses) / sum(len(r[0].split()) for r in references),
+                **scores,
+                "signatures": {m: s["signature"] for m, s in metrics.describe().items()},
+            }
+        )
     return rows
 
 
@@ -84,25 +93,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--alpha", type=float, help="gnmt length-penalty exponent of the beam rows (default: the run's)")
+    parser.add_argument(
+        "--alpha", type=float, help="gnmt length-penalty exponent of the beam rows (default: the run's)"
+    )
     parser.add_argument("--split", default="test", choices=("test", "val"))
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py")
+    parser.add_argument(
+        "--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py"
+    )
     args = parser.parse_args()
     if args.beam_from is not None and not args.beam_from.is_file():
-        parser.error(f"--beam-from {args.beam_from}: no such file; write one with git show COMMIT:zoo/decoding.py > FILE")
+        parser.error(
+            f"--beam-from {args.beam_from}: no such file; write one with git show COMMIT:zoo/decoding.py > FILE"
+        )
     torch.set_num_threads(args.threads)
     beam = {"strategy": "beam", "beam_size": args.beam_size, **({} if args.alpha is None else {"alpha": args.alpha})}
     strategies = {"greedy": ({"strategy": "greedy"}, None), f"beam {args.beam_size}": (beam, None)}
     if args.beam_from:
         strategies[f"beam {args.beam_size} (from FILE)"] = (beam, args.beam_from)
-    print("| run | decoding | BLEU | chrF | words / reference words | repeated trigram | seconds |\n"
-          "|---|---|---|---|---|---|---|")
+    print(
+        "| run | decoding | BLEU | chrF | words / reference words | repeated trigram | seconds |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     signatures = {}
     for run in args.runs:
         for row in score(run, strategies, args.split):
-            print(f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
-                  f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |")
+            print(
+                f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
+                f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |"
+            )
             signatures.update(row["signatures"])
     for metric, signature in signatures.items():
         print(f"{metric}: {signature}")

@@ -8,6 +8,7 @@ results.md (one row per measurement: what, ours, reference, ratio, goal, met?),
 machine.json and cost_vs_length.{csv,md,png} to --out. --quick runs tiny sizes to check
 that everything works (its numbers mean nothing). See benchmarks/README.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,18 @@ import time
 import traceback
 from pathlib import Path
 
-NAMES = ("transformer", "mha", "rnn", "beam", "key_prep", "reservoir", "length", "tokenizers", "data_wait", "caption_data")
+NAMES = (
+    "transformer",
+    "mha",
+    "rnn",
+    "beam",
+    "key_prep",
+    "reservoir",
+    "length",
+    "tokenizers",
+    "data_wait",
+    "caption_data",
+)
 
 
 def parse_args() -> argparse.Namespace:
@@ -47,10 +59,15 @@ def measurements() -> dict:
     from speed import beam, data, length, recurrent, reservoir, transformer
 
     return {
-        "transformer": transformer.measure_transformer, "mha": transformer.measure_mha,
-        "rnn": recurrent.measure_rnn_encoders, "beam": beam.measure_beam, "key_prep": beam.measure_key_prep,
-        "reservoir": reservoir.measure_reservoir, "length": length.measure_cost_vs_length,
-        "tokenizers": data.measure_tokenizers, "data_wait": data.measure_data_wait,
+        "transformer": transformer.measure_transformer,
+        "mha": transformer.measure_mha,
+        "rnn": recurrent.measure_rnn_encoders,
+        "beam": beam.measure_beam,
+        "key_prep": beam.measure_key_prep,
+        "reservoir": reservoir.measure_reservoir,
+        "length": length.measure_cost_vs_length,
+        "tokenizers": data.measure_tokenizers,
+        "data_wait": data.measure_data_wait,
         "caption_data": data.measure_caption_data,
     }
 
@@ -73,9 +90,9 @@ def main() -> None:
     args = parse_args()
     fix_threads(args.threads)
     import torch
-
     from speed import report
     from speed.common import Context, machine
+
     from zoo.registry.discovery import discover
 
     torch.set_num_threads(args.threads)

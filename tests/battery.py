@@ -12,6 +12,7 @@ Lightning once (:func:`zoo_process`): a real process with its own exit status an
 fraction of a fresh interpreter's start-up time. The cases live in ``test_bad_inputs*.py``, one
 file per area (files run side by side); ``docs/bad_inputs.md`` lists them all.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,11 +22,12 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from conftest import TINY
+
 from zoo.training.rundir import Lock
 
 TRAIN_TINY = [*TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"]
@@ -60,14 +62,16 @@ def zoo_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
-        _server.set_forkserver_preload(["battery", "zoo.cli", "zoo.training.entry", "zoo.training.run",
-                                        "zoo.inference.predictor"])
+        _server.set_forkserver_preload(
+            ["battery", "zoo.cli", "zoo.training.entry", "zoo.training.run", "zoo.inference.predictor"]
+        )
     out, err, given = (cwd.parent / f".{cwd.name}.{stream}" for stream in ("out", "err", "in"))
     if stdin is not None:
         given.write_bytes(stdin)
     env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    process = _server.Process(target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err),
-                                                      None if stdin is None else str(given)))
+    process = _server.Process(
+        target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err), None if stdin is None else str(given))
+    )
     process.start()
     process.join(timeout=300)
     assert process.exitcode is not None, f"zoo {' '.join(args)} did not end within 300 s"
@@ -76,8 +80,13 @@ def zoo_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple
 
 def snapshot(*folders: Path) -> dict[str, str]:
     """Every file under ``folders``: path -> SHA-256 of its bytes."""
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest()
-            for folder in folders if folder.exists() for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+        for folder in folders
+        if folder.exists()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 # ---------------------------------------------------------------------------------------------- a case
@@ -102,17 +111,19 @@ class Case:
     def __post_init__(self) -> None:
         shown = [arg for arg in self.args if arg not in TRAIN_TINY]
         given = f" < {self.stdin[:16]!r}" if self.stdin is not None else ""
-        self.id = f"{self.category}: zoo {' '.join(shown)}"[:100 - len(given)] + given
+        self.id = f"{self.category}: zoo {' '.join(shown)}"[: 100 - len(given)] + given
 
 
 def run_copy_with(path: str, data: bytes | None) -> Callable[[Path], None]:
     """Change one file of the copied run (``data`` None: delete it)."""
+
     def change(here: Path) -> None:
         target = here / "run" / path
         if data is None:
             target.unlink()
         else:
             target.write_bytes(data)
+
     return change
 
 
@@ -126,17 +137,24 @@ def record_for_the_table(case: Case, request, status: int, lines: list[str]) -> 
     if not path:
         return
     cases = request.module.CASES
-    row = {"module": request.module.__name__, "index": next(k for k, c in enumerate(cases) if c is case),
-           "category": case.category, "command": case.id.split(": ", 1)[1], "status": status,
-           "line": lines[0] if len(lines) == 1 else f"**{len(lines)} lines**: " + " / ".join(lines[-2:])}
+    row = {
+        "module": request.module.__name__,
+        "index": next(k for k, c in enumerate(cases) if c is case),
+        "category": case.category,
+        "command": case.id.split(": ", 1)[1],
+        "status": status,
+        "line": lines[0] if len(lines) == 1 else f"**{len(lines)} lines**: " + " / ".join(lines[-2:]),
+    }
     with open(path, "a") as table:
         table.write(json.dumps(row) + "\n")
 
 
 #: The temporary folders pytest gave a case (its own folder, the shared finished run, others), as the table shows them.
-TEMPORARY = [(re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/case/"), ""),
-             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?trained\d+/run"), "{run}"),
-             (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/"), ".../")]
+TEMPORARY = [
+    (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/case/"), ""),
+    (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?trained\d+/run"), "{run}"),
+    (re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\s]+/"), ".../"),
+]
 
 
 def printable(text: str) -> str:

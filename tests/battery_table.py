@@ -4,6 +4,7 @@
 :data:`battery.TABLE_VARIABLE` set, so every case appends what zoo answered, then writes the table in the
 cases' order. The tests check that the table lists every case: a new case means running this again.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         answers = Path(folder) / "answers.jsonl"
         answers.touch()
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        *[str(TESTS / f"{name}.py") for name in modules], "-k", "not listed_in_the_docs"],
-                       cwd=TESTS.parent, env={**os.environ, TABLE_VARIABLE: str(answers)})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *[str(TESTS / f"{name}.py") for name in modules],
+                "-k",
+                "not listed_in_the_docs",
+            ],
+            cwd=TESTS.parent,
+            env={**os.environ, TABLE_VARIABLE: str(answers)},
+        )
         rows = [json.loads(line) for line in answers.read_text().splitlines()]
     rows.sort(key=lambda row: (modules.index(row["module"]), row["index"]))
     TABLE.write_text(markdown(rows))

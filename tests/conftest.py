@@ -1,4 +1,5 @@
 """Shared fixtures: tiny end-to-end settings and a CLI runner that uses real subprocesses."""
+
 from __future__ import annotations
 
 import atexit
@@ -46,7 +47,9 @@ def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = 
         timeout=600,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"zoo {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"zoo {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc
 
 
@@ -97,8 +100,9 @@ class ForkedZoo:
         import tempfile
 
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["conftest", "zoo.cli", "zoo.training.entry", "zoo.training.run",
-                                        "zoo.inference.predictor"])  # once the server runs, a no-op
+        context.set_forkserver_preload(
+            ["conftest", "zoo.cli", "zoo.training.entry", "zoo.training.run", "zoo.inference.predictor"]
+        )  # once the server runs, a no-op
         full_env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
         full_env = {k: v for k, v in full_env.items() if v is not None}
         self.args = list(args)
@@ -106,8 +110,10 @@ class ForkedZoo:
         self._out, self._err, given = (os.path.join(self._streams.name, name) for name in ("out", "err", "in"))
         if stdin is not None:
             Path(given).write_text(stdin)
-        self.process = context.Process(target=_forked_zoo, args=(self.args, str(cwd), full_env, self._out, self._err,
-                                                                  None if stdin is None else given))
+        self.process = context.Process(
+            target=_forked_zoo,
+            args=(self.args, str(cwd), full_env, self._out, self._err, None if stdin is None else given),
+        )
         self.process.start()
         self.pid = self.process.pid
 
@@ -128,8 +134,9 @@ class ForkedZoo:
         proc = subprocess.CompletedProcess(["zoo", *self.args], self.process.exitcode, out, err)
         self._streams.cleanup()
         if check and proc.returncode != 0:
-            raise AssertionError(f"zoo {' '.join(self.args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
-                                 f"{proc.stderr[-5000:]}")
+            raise AssertionError(
+                f"zoo {' '.join(self.args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+            )
         return proc
 
 
@@ -154,9 +161,20 @@ def train_plugin_run(work: Path) -> Path:
     from test_readme import fenced_block_after
 
     (work / "my_plugins").mkdir(parents=True)
-    (work / "my_plugins" / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
-    fork_zoo("train", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8",
-             "plugin_dirs=[my_plugins]", "attention=distance", f"hydra.run.dir={work / 'run'}", cwd=work)
+    (work / "my_plugins" / "distance.py").write_text(
+        fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->")
+    )
+    fork_zoo(
+        "train",
+        *TINY,
+        "dataset.train_size=64",
+        "dataset.val_size=8",
+        "dataset.test_size=8",
+        "plugin_dirs=[my_plugins]",
+        "attention=distance",
+        f"hydra.run.dir={work / 'run'}",
+        cwd=work,
+    )
     shutil.rmtree(work / "my_plugins")
     return work / "run"
 
@@ -181,8 +199,13 @@ def plugin_run(tmp_path_factory) -> Path:
 
 # How the project's machines run Chromium headless (no sandbox as root, no background traffic on a closed network).
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -212,7 +235,11 @@ def task():
     sources = ["the cat sat", "a dog ran home", "the dog sat on a mat"]
     targets = ["le chat assis", "un chien courait", "le chien assis sur un tapis"]
     cfg = registry.default_config("task", "translation", max_len_ratio=1.0, max_len_offset=1)
-    translation = registry.build("task", cfg, tokenizer=registry.default_config("tokenizer", "word"),
-                                 frontend=registry.default_config("frontend", "tokens"))
+    translation = registry.build(
+        "task",
+        cfg,
+        tokenizer=registry.default_config("tokenizer", "word"),
+        frontend=registry.default_config("frontend", "tokens"),
+    )
     translation.fit([Item(str(k), s, (t,)) for k, (s, t) in enumerate(zip(sources, targets))])
     return translation

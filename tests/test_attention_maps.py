@@ -1,4 +1,5 @@
 """Attention pictures from real tiny models and tokenizers."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,6 @@ discovery.discover()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-
-
 def model(encoder: str, decoder: str, task, attention: str = "general", layers: int = 1, heads: int = 2):
     for kind, name in (("encoder", encoder), ("decoder", decoder), ("attention", attention)):
         if name not in registry.names(kind):
@@ -34,7 +33,15 @@ def model(encoder: str, decoder: str, task, attention: str = "general", layers: 
         "decoder": decoder,
         "attention": attention,
     }
-    small = {"dim": 8, "hidden_size": 8, "embed_dim": 8, "d_model": 4 * heads, "heads": heads, "layers": layers, "ff_dim": 16}
+    small = {
+        "dim": 8,
+        "hidden_size": 8,
+        "embed_dim": 8,
+        "d_model": 4 * heads,
+        "heads": heads,
+        "layers": layers,
+        "ff_dim": 16,
+    }
     cfg = {}
     for kind, name in names.items():
         defaults = registry.default_config(kind, name)

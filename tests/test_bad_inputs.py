@@ -1,16 +1,17 @@
 """The bad-input battery, first part: config values, data files, checkpoints, command arguments, plugins and run
 directories. What every case must show, and how it runs, is in ``battery.py``."""
+
 from __future__ import annotations
 
 import gzip
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from battery import TRAIN_TINY, Case, assert_refused, run_copy_with, zoo_process
+
 
 def corpus(root: Path, lines: int = 4, **replace: bytes) -> None:
     """A Multi30k-style corpus in ``root`` (train/val/test_2016_flickr x de/en); ``replace`` gives a file's bytes."""
@@ -43,14 +44,17 @@ def file_at(name: str, data: bytes) -> Callable[[Path], None]:
     def write(here: Path) -> None:
         (here / name).parent.mkdir(parents=True, exist_ok=True)
         (here / name).write_bytes(data)
+
     return write
 
 
 def split_file(data: bytes) -> Callable[[Path], None]:
     """A Karpathy split file with these bytes beside an empty image folder."""
+
     def write(here: Path) -> None:
         (here / "images").mkdir()
         (here / "split.json").write_bytes(data)
+
     return write
 
 
@@ -64,9 +68,22 @@ def truncate_checkpoint(here: Path) -> None:
 
 
 TRAIN = ["train", *TRAIN_TINY]
-PARALLEL = ["train", "dataset=parallel", "dataset.root=data", "trainer.max_epochs=1", "trainer.enable_progress_bar=false"]
-KARPATHY = ["train", "task=captioning", "dataset=karpathy", "dataset.split_file=split.json", "dataset.images=images",
-            "trainer.max_epochs=1", "trainer.enable_progress_bar=false"]
+PARALLEL = [
+    "train",
+    "dataset=parallel",
+    "dataset.root=data",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+]
+KARPATHY = [
+    "train",
+    "task=captioning",
+    "dataset=karpathy",
+    "dataset.split_file=split.json",
+    "dataset.images=images",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+]
 ANY_ENCODER = ["train", "experiment=smoke", "trainer.enable_progress_bar=false"]  # no encoder-specific override
 
 CASES = [
@@ -124,23 +141,62 @@ CASES = [
     Case("data", [*PARALLEL, "dataset.src_lang=fr"], "train.fr", files=corpus_files()),
     Case("data", KARPATHY, "split.json", files=lambda here: (here / "images").mkdir()),
     Case("data", KARPATHY, "split.json", files=split_file(b'{"images": [')),
-    Case("data", KARPATHY, "a.jpg", files=split_file(json.dumps({"images": [
-        {"filename": "a.jpg", "split": "train", "sentences": [{"tokens": ["a", "dog"], "raw": "A dog."}]}]}).encode())),
+    Case(
+        "data",
+        KARPATHY,
+        "a.jpg",
+        files=split_file(
+            json.dumps(
+                {
+                    "images": [
+                        {
+                            "filename": "a.jpg",
+                            "split": "train",
+                            "sentences": [{"tokens": ["a", "dog"], "raw": "A dog."}],
+                        }
+                    ]
+                }
+            ).encode()
+        ),
+    ),
     Case("data", ["train", "task=captioning", "frontend=features", "task.features=missing.pt"], "missing.pt"),
-    Case("data", ["train", "task=captioning", "frontend=features", "task.features=bad.pt"], "bad.pt",
-         files=file_at("bad.pt", b"not a torch file")),
+    Case(
+        "data",
+        ["train", "task=captioning", "frontend=features", "task.features=bad.pt"],
+        "bad.pt",
+        files=file_at("bad.pt", b"not a torch file"),
+    ),
     # ----- checkpoints: missing, empty, truncated, not a checkpoint, from a missing plugin
     Case("checkpoint", ["translate", "nowhere", "ein satz"], "nowhere"),
-    Case("checkpoint", ["translate", "run", "ein satz"], "best.ckpt", copy="finished_run",
-         files=run_copy_with("checkpoints/best.ckpt", None)),
-    Case("checkpoint", ["translate", "run", "ein satz"], "best.ckpt", copy="finished_run",
-         files=run_copy_with("checkpoints/best.ckpt", b"")),
+    Case(
+        "checkpoint",
+        ["translate", "run", "ein satz"],
+        "best.ckpt",
+        copy="finished_run",
+        files=run_copy_with("checkpoints/best.ckpt", None),
+    ),
+    Case(
+        "checkpoint",
+        ["translate", "run", "ein satz"],
+        "best.ckpt",
+        copy="finished_run",
+        files=run_copy_with("checkpoints/best.ckpt", b""),
+    ),
     Case("checkpoint", ["translate", "run", "ein satz"], "best.ckpt", copy="finished_run", files=truncate_checkpoint),
-    Case("checkpoint", ["translate", "{run}", "--checkpoint", "notes.txt", "ein satz"], "notes.txt",
-         files=file_at("notes.txt", b"my notes\n")),
+    Case(
+        "checkpoint",
+        ["translate", "{run}", "--checkpoint", "notes.txt", "ein satz"],
+        "notes.txt",
+        files=file_at("notes.txt", b"my notes\n"),
+    ),
     Case("checkpoint", ["translate", "{run}", "--checkpoint", "gone.ckpt", "ein satz"], "gone.ckpt"),
-    Case("checkpoint", ["translate", "run", "ein satz"], "distance", copy="plugin_run",
-         files=lambda here: shutil.rmtree(here / "run" / "plugins")),
+    Case(
+        "checkpoint",
+        ["translate", "run", "ein satz"],
+        "distance",
+        copy="plugin_run",
+        files=lambda here: shutil.rmtree(here / "run" / "plugins"),
+    ),
     Case("checkpoint", ["caption", "{run}", "image.png"], "caption"),
     # ----- the other commands' arguments
     Case("cli", ["trian"], "train"),
@@ -166,12 +222,22 @@ CASES = [
     Case("cli", ["features", "out.pt", "frontend=cnn"], "backbone"),
     # ----- plugins: missing folder, import error, syntax error, duplicate name
     Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "my_plugins"),
-    Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "broken.py",
-         files=plugin_folder("import no_such_module_anywhere\n")),
+    Case(
+        "plugin",
+        [*TRAIN, "plugin_dirs=[my_plugins]"],
+        "broken.py",
+        files=plugin_folder("import no_such_module_anywhere\n"),
+    ),
     Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "broken.py", files=plugin_folder("def oops(:\n")),
-    Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "dot", files=plugin_folder(
-        "from zoo.registry import register\nfrom zoo.contracts import Scorer\n\n"
-        "@register('attention', 'dot')\nclass Dot(Scorer):\n    pass\n")),
+    Case(
+        "plugin",
+        [*TRAIN, "plugin_dirs=[my_plugins]"],
+        "dot",
+        files=plugin_folder(
+            "from zoo.registry import register\nfrom zoo.contracts import Scorer\n\n"
+            "@register('attention', 'dot')\nclass Dot(Scorer):\n    pass\n"
+        ),
+    ),
     # ----- run directories: an existing run, a foreign folder, a locked one, resume mismatches
     Case("run dir", [*TRAIN, "hydra.run.dir={run}"], "run"),
     Case("run dir", [*TRAIN, "hydra.run.dir=mine"], "mine", files=file_at("mine/config.yaml", b"my: own config\n")),
@@ -179,8 +245,12 @@ CASES = [
     Case("run dir", ["train", "resume=run", "encoder=lstm"], "encoder", copy="finished_run"),
     Case("run dir", ["train", "resume=nowhere"], "nowhere"),
     Case("run dir", [*TRAIN, "hydra.run.dir=new", "resume_mode=must"], "new"),
-    Case("run dir", ["train", "-m", *TRAIN_TINY, "seed=1,2", "hydra.sweep.dir=mine"], "mine",
-         files=file_at("mine/notes.txt", b"my notes\n")),
+    Case(
+        "run dir",
+        ["train", "-m", *TRAIN_TINY, "seed=1,2", "hydra.sweep.dir=mine"],
+        "mine",
+        files=file_at("mine/notes.txt", b"my notes\n"),
+    ),
 ]
 
 
@@ -199,13 +269,28 @@ def test_the_battery_is_large_and_listed_in_the_docs():
 
     here = Path(__file__).parent
     cases = battery_cases([importlib.import_module(path.stem) for path in sorted(here.glob("test_bad_inputs*.py"))])
-    counts = {category: sum(case.category == category for case in cases)
-              for category in ("config", "data", "checkpoint", "cli", "plugin", "run dir", "inference", "bounds",
-                               "resume", "messages")}
+    counts = {
+        category: sum(case.category == category for case in cases)
+        for category in (
+            "config",
+            "data",
+            "checkpoint",
+            "cli",
+            "plugin",
+            "run dir",
+            "inference",
+            "bounds",
+            "resume",
+            "messages",
+        )
+    }
     assert len(cases) >= 150 and all(counts.values()), counts
     table = (here.parent / "docs" / "bad_inputs.md").read_text()
-    unlisted = [case.id for case in cases
-                if f"`{printable(case.id.split(': ', 1)[1]).replace('|', chr(92) + '|')}`" not in table]
+    unlisted = [
+        case.id
+        for case in cases
+        if f"`{printable(case.id.split(': ', 1)[1]).replace('|', chr(92) + '|')}`" not in table
+    ]
     assert not unlisted, f"not in docs/bad_inputs.md (run tests/battery_table.py): {unlisted[:5]}"
 
 

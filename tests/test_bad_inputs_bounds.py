@@ -2,10 +2,10 @@
 when the config is checked, before any data loads. What every case must show, and how it runs, is in
 ``battery.py``; what training does with data that cannot fit (skips it, or refuses an evaluation split) is
 tested in ``test_data.py``."""
+
 from __future__ import annotations
 
 import pytest
-
 from battery import TRAIN_TINY, Case, assert_refused
 
 TRAIN = ["train", *TRAIN_TINY]
@@ -15,8 +15,11 @@ ANY_MODEL = ["train", "experiment=smoke", "trainer.enable_progress_bar=false"]
 CASES = [
     # ----- a key/value latent wider than the vectors it compresses
     Case("bounds", [*ANY_MODEL, "encoder=transformer", "encoder.kv_latent_dim=100000"], "encoder.kv_latent_dim"),
-    Case("bounds", [*ANY_MODEL, "model=transformer", "decoder.d_model=64", "decoder.kv_latent_dim=65"],
-         "decoder.kv_latent_dim"),
+    Case(
+        "bounds",
+        [*ANY_MODEL, "model=transformer", "decoder.d_model=64", "decoder.kv_latent_dim=65"],
+        "decoder.kv_latent_dim",
+    ),
     # ----- a learned position table shorter than the sequences the data lets through
     Case("bounds", [*TRAIN, "posenc=learned", "posenc.max_len=8"], "posenc.max_len"),
     Case("bounds", [*TRAIN, "posenc=learned", "posenc.max_len=50", "data.max_tokens=64"], "data.max_tokens=64"),
@@ -27,8 +30,11 @@ CASES = [
     Case("bounds", [*TRAIN, "decoder.embed_dim=10000000000"], "embed_dim"),
     Case("bounds", [*ANY_MODEL, "encoder=transformer", "encoder.ff_dim=1000000000"], "ff_dim"),
     Case("bounds", [*ANY_MODEL, "encoder=transformer", "encoder.d_model=1000000", "encoder.heads=1"], "d_model"),
-    Case("bounds", [*ANY_MODEL, "model=transformer", "decoder.d_model=128", "decoder.layers=1000000000"],
-         "decoder.d_model"),
+    Case(
+        "bounds",
+        [*ANY_MODEL, "model=transformer", "decoder.d_model=128", "decoder.layers=1000000000"],
+        "decoder.d_model",
+    ),
     # ----- reservoirs that could never be allocated
     Case("bounds", [*ANY_MODEL, "encoder=esn", "encoder.units=1000000"], "encoder.units"),
     Case("bounds", [*ANY_MODEL, "encoder=esn", "encoder.layers=100000"], "layers=100000"),

@@ -5,24 +5,34 @@ An input refused among others still leaves its empty output line on stdout (one 
 battery checks the one error line, the exit status and that nothing changed. test_predictor.py checks that the
 other inputs are still answered.
 """
+
 from __future__ import annotations
 
 import io
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
 import torch
+from battery import TRAIN_TINY, Case, assert_refused, zoo_process
 from PIL import Image
 
-from battery import TRAIN_TINY, Case, assert_refused, zoo_process
-
 # A seconds-long captioning run: a few tiny scenes, a tiny CNN and decoder, one epoch.
-CAPTION_TINY = ["task=captioning", "dataset.train_size=16", "dataset.val_size=4", "dataset.test_size=4",
-                "frontend.dim=16", "decoder.hidden_size=16", "decoder.embed_dim=16",
-                "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "samples=1", "test=false"]
+CAPTION_TINY = [
+    "task=captioning",
+    "dataset.train_size=16",
+    "dataset.val_size=4",
+    "dataset.test_size=4",
+    "frontend.dim=16",
+    "decoder.hidden_size=16",
+    "decoder.embed_dim=16",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+    "samples=1",
+    "test=false",
+]
 # The battery's tiny translation run on other training data, so with another vocabulary.
 OTHER_DATA = [arg if not arg.startswith("dataset.train_size=") else "dataset.train_size=40" for arg in TRAIN_TINY]
 
@@ -86,36 +96,85 @@ OTHER_CHECKPOINT = ["--checkpoint", "run/checkpoints/best.ckpt"]
 
 CASES = [
     # ----- checkpoints of another run: another task, other data, other codecs, no zoo checkpoint at all
-    Case("inference", ["translate", "{run}", *OTHER_CHECKPOINT, "ein satz"], "trained for captioning",
-         copy="caption_run"),
-    Case("inference", ["caption", "run", "--checkpoint", "{run}/checkpoints/best.ckpt", "scene.png"],
-         "trained for translation", copy="caption_run", files=file_at("scene.png", png)),
-    Case("inference", ["translate", "{run}", *OTHER_CHECKPOINT, "ein satz"], "dataset.train_size=40",
-         copy="other_data_run"),
+    Case(
+        "inference", ["translate", "{run}", *OTHER_CHECKPOINT, "ein satz"], "trained for captioning", copy="caption_run"
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "--checkpoint", "{run}/checkpoints/best.ckpt", "scene.png"],
+        "trained for translation",
+        copy="caption_run",
+        files=file_at("scene.png", png),
+    ),
+    Case(
+        "inference",
+        ["translate", "{run}", *OTHER_CHECKPOINT, "ein satz"],
+        "dataset.train_size=40",
+        copy="other_data_run",
+    ),
     Case("inference", ["translate", "run", "ein satz"], "vocab_size", copy="swapped_run"),
-    Case("inference", ["translate", "{run}", "--checkpoint", "weights.ckpt", "ein satz"], "not a zoo checkpoint",
-         files=not_a_zoo_checkpoint),
+    Case(
+        "inference",
+        ["translate", "{run}", "--checkpoint", "weights.ckpt", "ein satz"],
+        "not a zoo checkpoint",
+        files=not_a_zoo_checkpoint,
+    ),
     # ----- text: not UTF-8, far too long, an image path, nothing at all
-    Case("inference", ["translate", "{run}"], "stdin line 2: the text is not valid UTF-8 (byte 0xff at column 3)",
-         stdin=b"ein satz\nab\xffcd\nnoch ein satz\n"),
+    Case(
+        "inference",
+        ["translate", "{run}"],
+        "stdin line 2: the text is not valid UTF-8 (byte 0xff at column 3)",
+        stdin=b"ein satz\nab\xffcd\nnoch ein satz\n",
+    ),
     Case("inference", ["translate", "{run}", "ab\udcffcd"], "command-line sentence 1: the text is not valid UTF-8"),
-    Case("inference", ["translate", "{run}"], "stdin line 2: the text has 10000 tokens",
-         stdin=f"ein satz\n{LONG_LINE}\n".encode()),
+    Case(
+        "inference",
+        ["translate", "{run}"],
+        "stdin line 2: the text has 10000 tokens",
+        stdin=f"ein satz\n{LONG_LINE}\n".encode(),
+    ),
     Case("inference", ["attention", "{run}", LONG_LINE], "10000 tokens"),
     Case("inference", ["translate", "{run}", "photo.png"], "names an image file", files=file_at("photo.png", png)),
     Case("inference", ["translate", "{run}"], "stdin is empty", stdin=b""),
     # ----- images: too large, a folder, not an image, truncated, empty, missing
-    Case("inference", ["caption", "run", "huge.png"], "pixels", copy="caption_run", files=file_at("huge.png", huge_png)),
-    Case("inference", ["caption", "run", "photos"], "photos is a folder", copy="caption_run",
-         files=lambda here: (here / "photos").mkdir()),
-    Case("inference", ["caption", "run", "notes.png"], "not in an image format", copy="caption_run",
-         files=file_at("notes.png", lambda: b"my notes, not a picture\n")),
-    Case("inference", ["caption", "run", "cut.png"], "truncated", copy="caption_run",
-         files=file_at("cut.png", lambda: png()[:1000])),
-    Case("inference", ["caption", "run", "cut.jpg"], "truncated", copy="caption_run",
-         files=file_at("cut.jpg", lambda: jpeg()[:600])),
-    Case("inference", ["caption", "run", "empty.jpg"], "empty.jpg is empty", copy="caption_run",
-         files=file_at("empty.jpg", lambda: b"")),
+    Case(
+        "inference", ["caption", "run", "huge.png"], "pixels", copy="caption_run", files=file_at("huge.png", huge_png)
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "photos"],
+        "photos is a folder",
+        copy="caption_run",
+        files=lambda here: (here / "photos").mkdir(),
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "notes.png"],
+        "not in an image format",
+        copy="caption_run",
+        files=file_at("notes.png", lambda: b"my notes, not a picture\n"),
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "cut.png"],
+        "truncated",
+        copy="caption_run",
+        files=file_at("cut.png", lambda: png()[:1000]),
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "cut.jpg"],
+        "truncated",
+        copy="caption_run",
+        files=file_at("cut.jpg", lambda: jpeg()[:600]),
+    ),
+    Case(
+        "inference",
+        ["caption", "run", "empty.jpg"],
+        "empty.jpg is empty",
+        copy="caption_run",
+        files=file_at("empty.jpg", lambda: b""),
+    ),
     Case("inference", ["caption", "run", "gone.jpg"], "gone.jpg does not exist", copy="caption_run"),
 ]
 

@@ -5,16 +5,16 @@ refused command must also leave no new folder behind (the battery compares files
 
 ``run`` is a copy of a finished tiny run (``copy="finished_run"``) that ``files`` may damage first.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
-
 from battery import TRAIN_TINY, Case, assert_refused
 
 TRAIN = ["train", *TRAIN_TINY]
@@ -30,9 +30,11 @@ def run_file(path: str, data: bytes) -> Callable[[Path], None]:
 
 def user_file(path: str) -> Callable[[Path], None]:
     """A file of the user's at ``path`` (its folders made first)."""
+
     def write(here: Path) -> None:
         (here / path).parent.mkdir(parents=True, exist_ok=True)
         (here / path).write_text("the user's own\n")
+
     return write
 
 
@@ -42,8 +44,12 @@ def search_with_a_damaged_best_trial(here: Path) -> None:
         shutil.copytree(here / "run", here / "search" / str(trial))
         summary_file = here / "search" / str(trial) / "summary.json"
         summary = json.loads(summary_file.read_text())
-        summary["overrides"] += ["+search.study=search", f"+search.trial={trial}", "+search.role=trial",
-                                 "+search.direction=maximize"]
+        summary["overrides"] += [
+            "+search.study=search",
+            f"+search.trial={trial}",
+            "+search.role=trial",
+            "+search.direction=maximize",
+        ]
         summary_file.write_text(json.dumps({**summary, "best_val": float(trial)}))
     (here / "search" / "1" / "config.yaml").write_text("encoder: {name: gru, hidden_size: [32,\n")
 
@@ -100,24 +106,60 @@ CASES = [
     # ----- the machine: a GPU asked for where there are not that many
     Case("messages", [*TRAIN, "trainer=gpu", "trainer.devices=99"], "GPU"),
     # ----- a damaged file of a run: one line naming it
-    Case("messages", ["train", "resume=run"], "run/config.yaml is damaged", copy="finished_run",
-         files=run_file("config.yaml", CUT_OFF_YAML)),
-    Case("messages", ["train", "resume=run"], "run/.hydra/overrides.yaml is damaged", copy="finished_run",
-         files=run_file(".hydra/overrides.yaml", b"- experiment=smoke\n- [trainer.max_epochs=1\n")),
-    Case("messages", ["train", "hydra.run.dir=run", "resume_mode=must"], "run/config.yaml is damaged",
-         copy="finished_run", files=run_file("config.yaml", CUT_OFF_YAML)),
-    Case("messages", ["translate", "run", "ein satz"], "run/config.yaml is damaged", copy="finished_run",
-         files=run_file("config.yaml", CUT_OFF_YAML)),
-    Case("messages", ["translate", "run", "ein satz"], "not UTF-8", copy="finished_run",
-         files=run_file("config.yaml", b"encoder: {name: \xff\xfe}\n")),
-    Case("messages", ["translate", "run", "ein satz"], "does not hold a mapping", copy="finished_run",
-         files=run_file("config.yaml", b"")),
-    Case("messages", ["compare", "search"], "search/1/config.yaml is damaged", copy="finished_run",
-         files=search_with_a_damaged_best_trial),
+    Case(
+        "messages",
+        ["train", "resume=run"],
+        "run/config.yaml is damaged",
+        copy="finished_run",
+        files=run_file("config.yaml", CUT_OFF_YAML),
+    ),
+    Case(
+        "messages",
+        ["train", "resume=run"],
+        "run/.hydra/overrides.yaml is damaged",
+        copy="finished_run",
+        files=run_file(".hydra/overrides.yaml", b"- experiment=smoke\n- [trainer.max_epochs=1\n"),
+    ),
+    Case(
+        "messages",
+        ["train", "hydra.run.dir=run", "resume_mode=must"],
+        "run/config.yaml is damaged",
+        copy="finished_run",
+        files=run_file("config.yaml", CUT_OFF_YAML),
+    ),
+    Case(
+        "messages",
+        ["translate", "run", "ein satz"],
+        "run/config.yaml is damaged",
+        copy="finished_run",
+        files=run_file("config.yaml", CUT_OFF_YAML),
+    ),
+    Case(
+        "messages",
+        ["translate", "run", "ein satz"],
+        "not UTF-8",
+        copy="finished_run",
+        files=run_file("config.yaml", b"encoder: {name: \xff\xfe}\n"),
+    ),
+    Case(
+        "messages",
+        ["translate", "run", "ein satz"],
+        "does not hold a mapping",
+        copy="finished_run",
+        files=run_file("config.yaml", b""),
+    ),
+    Case(
+        "messages",
+        ["compare", "search"],
+        "search/1/config.yaml is damaged",
+        copy="finished_run",
+        files=search_with_a_damaged_best_trial,
+    ),
     # ----- a report or resume target that cannot be used
     Case("messages", ["compare", "{run}", "--html", "out/missing/report.html"], "there is no folder out/missing"),
-    Case("messages", ["compare", "{run}", "--html", "reports"], "that is a folder",
-         files=user_file("reports/notes.txt")),
+    Case(
+        "messages", ["compare", "{run}", "--html", "reports"], "that is a folder", files=user_file("reports/notes.txt")
+    ),
     Case("messages", ["compare", "{run}", "--html", "notes.txt"], "not an HTML page", files=user_file("notes.txt")),
     Case("messages", ["train", "resume=notes.txt"], "is a file, not a run directory", files=user_file("notes.txt")),
     Case("messages", ["train", "resume=no/such/run"], "there is no folder"),
@@ -125,8 +167,11 @@ CASES = [
     Case("messages", [*SWEEP, "decode.beam_size=0,2"], "decode.beam_size=0 must be >= 1"),
     Case("messages", [*SWEEP, "encoder.hidden_size=64,0,32"], "encoder.hidden_size=0 must be >= 1"),
     Case("messages", [*SWEEP, "seed=1,2", "optim.lr=0.001,-1"], "optim.lr=-1.0 must be > 0"),
-    Case("messages", [*ANY_ENCODER, "encoder=transformer", "encoder.d_model=32", "encoder.heads=2,3"],
-         "must be a multiple of heads=3"),
+    Case(
+        "messages",
+        [*ANY_ENCODER, "encoder=transformer", "encoder.d_model=32", "encoder.heads=2,3"],
+        "must be a multiple of heads=3",
+    ),
     Case("messages", [*SWEEP, "attention=dot,cosin"], "did you mean attention=cosine?"),
     Case("messages", [*SWEEP, "monitor=bleu,chrff"], "did you mean chrf?"),
     *WITHOUT_GPU,
@@ -134,11 +179,15 @@ CASES = [
 NEEDS_NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
 
 
-@pytest.mark.parametrize("case", [pytest.param(case, marks=NEEDS_NO_GPU) if case in WITHOUT_GPU else case
-                                  for case in CASES], ids=lambda case: case.id)
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, marks=NEEDS_NO_GPU) if case in WITHOUT_GPU else case for case in CASES],
+    ids=lambda case: case.id,
+)
 def test_a_mistake_is_one_line_naming_the_fix_and_changes_nothing(case, tmp_path, finished_run, request):
     here = tmp_path / "case"
     here.mkdir()
     assert_refused(case, here, finished_run, request)
-    assert not [str(folder) for folder in here.rglob("*") if folder.is_dir() and not any(folder.iterdir())], \
+    assert not [str(folder) for folder in here.rglob("*") if folder.is_dir() and not any(folder.iterdir())], (
         "a refused command left a new folder behind"
+    )

@@ -3,6 +3,7 @@ metrics that cannot run here.
 
 pycocoevalcap is a dev extra: the tests that need it, or Java, skip cleanly without them.
 """
+
 import importlib
 import logging
 import random
@@ -15,9 +16,9 @@ import pytest
 
 from zoo import registry
 from zoo.contracts import Metric
+from zoo.metrics.coco import MetricUnavailableError, caption_tokens, pycocoevalcap_dir
 from zoo.registry import discovery
 from zoo.training.evaluation import MetricChoiceError, MetricSuite
-from zoo.metrics.coco import MetricUnavailableError, caption_tokens, pycocoevalcap_dir
 
 discovery.discover()
 
@@ -95,9 +96,14 @@ def java_missing() -> str | None:
         ("A man riding a wave on top of a surfboard.", "a man riding a wave on top of a surfboard"),
         ("Two dogs' toys aren't here, it's the cat's.", "two dogs toys are n't here it 's the cat 's"),
         ("I can't, won't; we'll. Cannot gonna", "i ca n't wo n't we 'll can not gon na"),
-        ('"Quoted" text (with parens) -- dash - black-and-white!', "quoted text -lrb- with parens -rrb- dash black-and-white"),
-        ("Mr. Smith at 3:30 p.m. on St. Patrick's day... costs $5.50 & 1,000 items/day 50% off!?",
-         "mr. smith at 3:30 p.m. on st. patrick 's day costs $ 5.50 & 1,000 items/day 50 % off !?"),
+        (
+            '"Quoted" text (with parens) -- dash - black-and-white!',
+            "quoted text -lrb- with parens -rrb- dash black-and-white",
+        ),
+        (
+            "Mr. Smith at 3:30 p.m. on St. Patrick's day... costs $5.50 & 1,000 items/day 50% off!?",
+            "mr. smith at 3:30 p.m. on st. patrick 's day costs $ 5.50 & 1,000 items/day 50 % off !?",
+        ),
         ("“Hello,” she said. ‘Hi’ he’s don’t …", "hello she said hi he 's do n't"),
         ("he said no. No. 5 in the U.S. army", "he said no no. 5 in the u.s. army"),
         ("rock 'n' roll at 5 o'clock, y'all", "rock 'n' roll at 5 o'clock y' all"),
@@ -112,7 +118,7 @@ def test_tokeniser_examples(text, tokens):
 RAW_CAPTIONS = [
     "A man riding a wave on top of a surfboard.",
     "Two dogs' toys aren't here, it's the cat's!",
-    "A \"red\" bus (double-decker) parked on Main St. in the U.S.",
+    'A "red" bus (double-decker) parked on Main St. in the U.S.',
     "I can't see; there's a dog... and a cat?",
     "A black-and-white photo of 3.5 kids, 1,000 birds -- and Mr. Smith's hat.",
     "“Curly” quotes, ‘single’ ones and don’t — dashes – too.",
@@ -262,13 +268,17 @@ def suite(**chosen) -> MetricSuite:
 def test_an_unavailable_metric_is_left_out_with_a_warning(unavailable_metric, caplog):
     with caplog.at_level(logging.WARNING, logger="zoo.training.evaluation"):
         metrics = suite(metrics=["bleu4", unavailable_metric], monitor="bleu4")
-    assert list(metrics.metrics) == ["bleu4"] and metrics.unavailable == {unavailable_metric: "needs the moon: install a moon"}
+    assert list(metrics.metrics) == ["bleu4"] and metrics.unavailable == {
+        unavailable_metric: "needs the moon: install a moon"
+    }
     assert "needs_the_moon left out: needs the moon: install a moon" in caplog.text
     assert set(metrics.scores(["a dog"], [("a dog",)])) == {"bleu4"}
 
 
 def test_an_unavailable_monitor_is_refused_in_one_line(unavailable_metric):
-    with pytest.raises(MetricChoiceError, match="monitored metric needs_the_moon cannot run here: needs the moon") as error:
+    with pytest.raises(
+        MetricChoiceError, match="monitored metric needs_the_moon cannot run here: needs the moon"
+    ) as error:
         suite(metrics=["bleu4"], monitor=unavailable_metric)
     assert "\n" not in str(error.value)
 

@@ -1,14 +1,15 @@
 """The captioning task end to end: its defaults, training on scenes, captions and attention pictures, features."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from conftest import fork_zoo
 from hydra import compose, initialize_config_module
 from PIL import Image
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
-from conftest import fork_zoo
 from zoo.config.validate import validate
 from zoo.data.sampling import DataError
 from zoo.registry import discovery
@@ -16,9 +17,15 @@ from zoo.registry import discovery
 # Seconds-long captioning runs: a few tiny scenes, a tiny CNN and decoder, one epoch.
 CAPTION_TINY = [
     "task=captioning",
-    "dataset.train_size=40", "dataset.val_size=6", "dataset.test_size=6",
-    "frontend.dim=32", "decoder.hidden_size=32", "decoder.embed_dim=32",
-    "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "samples=2",
+    "dataset.train_size=40",
+    "dataset.val_size=6",
+    "dataset.test_size=6",
+    "frontend.dim=32",
+    "decoder.hidden_size=32",
+    "decoder.embed_dim=32",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+    "samples=2",
 ]
 
 
@@ -58,7 +65,9 @@ def test_a_captioning_run_reports_caption_metrics_and_samples(caption_run):
     assert summary["status"] == "finished" and summary["monitor"] == "cider_d"
     assert {"bleu1", "bleu4", "cider_d", "rouge_l"} <= set(summary["test"])
     items = [json.loads(line) for line in (caption_run / "test_items.jsonl").read_text().splitlines()]
-    assert len(items) == 6 and all(len(item["references"]) > 1 for item in items), "every reference of an image is scored"
+    assert len(items) == 6 and all(len(item["references"]) > 1 for item in items), (
+        "every reference of an image is scored"
+    )
 
 
 def test_zoo_caption_and_zoo_attention_read_image_files(caption_run, tmp_path):
@@ -82,7 +91,14 @@ def test_features_extracted_once_train_a_captioner(tmp_path):
     again = fork_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path, check=False)
     assert again.returncode != 0 and "already exists" in again.stderr
     tiny = [o for o in CAPTION_TINY if not o.startswith("dataset.")] + sizes
-    fork_zoo("train", *tiny, "frontend=features", f"task.features={features}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    fork_zoo(
+        "train",
+        *tiny,
+        "frontend=features",
+        f"task.features={features}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+    )
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["components"]["frontend"]["name"] == "features"
     key = json.loads((tmp_path / "run" / "test_items.jsonl").read_text().splitlines()[0])["source"].split()[-1]
@@ -100,15 +116,23 @@ def test_every_encoder_reads_an_image_grid(tmp_path):
     discovery.discover()
     from zoo.registry import names
 
-    few = ["dataset.train_size=16", "dataset.val_size=2", "dataset.test_size=2", "trainer.limit_train_batches=2",
-           "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]
+    few = [
+        "dataset.train_size=16",
+        "dataset.val_size=2",
+        "dataset.test_size=2",
+        "trainer.limit_train_batches=2",
+        "trainer.limit_val_batches=1",
+        "trainer.limit_test_batches=1",
+    ]
     tiny = [override for override in CAPTION_TINY if not override.startswith("dataset.")]
     at_defaults = [name for name in names("encoder") if name not in NARROW_ENCODERS]
     sweeps = {"sweep": [f"encoder={','.join(at_defaults)}"]}
     sweeps |= {name: [f"encoder={name}", *sizes] for name, sizes in NARROW_ENCODERS.items() if name in names("encoder")}
     for folder, overrides in sweeps.items():
         fork_zoo("train", "-m", *tiny, *few, *overrides, f"hydra.sweep.dir={tmp_path / folder}", cwd=tmp_path)
-    finished = {json.loads(p.read_text())["components"]["encoder"]["name"]
-                for p in tmp_path.glob("*/*/summary.json")
-                if json.loads(p.read_text())["status"] == "finished"}
+    finished = {
+        json.loads(p.read_text())["components"]["encoder"]["name"]
+        for p in tmp_path.glob("*/*/summary.json")
+        if json.loads(p.read_text())["status"] == "finished"
+    }
     assert finished == set(names("encoder"))

@@ -1,11 +1,12 @@
 """``zoo list``: each field's allowed values and comment, and each kind's role, in a real subprocess."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-
 from conftest import fork_zoo
+
 from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import KINDS
@@ -20,7 +21,7 @@ def field_line(listing: list[str], kind: str, component: str, field: str) -> str
     """The line of ``field`` in the listing of ``kind`` ``component``, stripped."""
     start = next(i for i, line in enumerate(listing) if line.startswith(f"{kind}: "))
     start = next(i for i in range(start, len(listing)) if listing[i].startswith(f"  {component} "))
-    return next(line.strip() for line in listing[start + 1:] if line.strip().startswith(f"{field}:"))
+    return next(line.strip() for line in listing[start + 1 :] if line.strip().startswith(f"{field}:"))
 
 
 def test_a_choice_field_shows_its_allowed_values(listing):
@@ -53,4 +54,6 @@ def test_a_kinds_optional_groups_are_listed_under_it(listing):
 
 def test_a_task_shows_the_components_it_chooses(listing):
     start = listing.index(next(line for line in listing if line.startswith("  captioning ")))
-    assert listing[start + 1].strip() == "(chooses, unless told otherwise: dataset=scenes, frontend=cnn, encoder=identity)"
+    assert (
+        listing[start + 1].strip() == "(chooses, unless told otherwise: dataset=scenes, frontend=cnn, encoder=identity)"
+    )

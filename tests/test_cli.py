@@ -1,10 +1,10 @@
 """End-to-end: the `zoo` command in real subprocesses on tiny synthetic data."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import TINY, run_zoo
 
 
@@ -34,7 +34,9 @@ def test_train_writes_a_complete_run_directory(trained_run):
 def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
     sentences = ["the dog sees the cat", "a small bird sleeps"]
     by_args = run_zoo("translate", str(trained_run), *sentences, cwd=tmp_path).stdout.splitlines()
-    by_stdin = run_zoo("translate", str(trained_run), cwd=tmp_path, stdin="\n".join(sentences) + "\n").stdout.splitlines()
+    by_stdin = run_zoo(
+        "translate", str(trained_run), cwd=tmp_path, stdin="\n".join(sentences) + "\n"
+    ).stdout.splitlines()
     assert len(by_args) == 2 and by_args == by_stdin
 
     import zoo
@@ -43,7 +45,14 @@ def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
 
 
 def test_config_typos_are_rejected_before_training(tmp_path):
-    proc = run_zoo("train", "attention=cosine", "attention.temprature=5", f"hydra.run.dir={tmp_path/'r'}", cwd=tmp_path, check=False)
+    proc = run_zoo(
+        "train",
+        "attention=cosine",
+        "attention.temprature=5",
+        f"hydra.run.dir={tmp_path / 'r'}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode != 0
     assert "temprature" in proc.stderr
     assert not (tmp_path / "r" / "checkpoints").exists()
@@ -73,11 +82,19 @@ def test_list_shows_every_kind_with_fields_and_provider(tmp_path):
 
 def test_issue_example_and_sweep(tmp_path):
     run_zoo(
-        "train", "encoder=lstm", "encoder.bidirectional=false", "attention=cosine", "tokenizer=char",
-        "trainer.max_epochs=1", *TINY[1:], "experiment=smoke", f"hydra.run.dir={tmp_path/'one'}", cwd=tmp_path,
+        "train",
+        "encoder=lstm",
+        "encoder.bidirectional=false",
+        "attention=cosine",
+        "tokenizer=char",
+        "trainer.max_epochs=1",
+        *TINY[1:],
+        "experiment=smoke",
+        f"hydra.run.dir={tmp_path / 'one'}",
+        cwd=tmp_path,
     )
     assert json.loads((tmp_path / "one" / "summary.json").read_text())["components"]["tokenizer"]["name"] == "char"
-    run_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path/'sweep'}", cwd=tmp_path)
+    run_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert [json.loads(p.read_text())["components"]["attention"]["name"] for p in summaries] == ["dot", "cosine"]
     table = run_zoo("compare", str(tmp_path / "sweep"), "--format", "markdown", cwd=tmp_path).stdout
@@ -123,13 +140,13 @@ def test_a_clean_run_writes_nothing_to_stderr(tmp_path):
 def test_same_seed_repeats_a_cpu_run_exactly(tmp_path):
     losses = []
     for name in ("a", "b"):
-        run_zoo("train", *TINY, "seed=7", f"hydra.run.dir={tmp_path/name}", cwd=tmp_path)
+        run_zoo("train", *TINY, "seed=7", f"hydra.run.dir={tmp_path / name}", cwd=tmp_path)
         losses.append((tmp_path / name / "metrics.csv").read_text())
     assert losses[0] == losses[1]
 
 
 def test_wandb_logger_writes_an_offline_run(tmp_path):
-    run_zoo("train", *TINY, "logger=wandb", f"hydra.run.dir={tmp_path/'run'}", cwd=tmp_path, env={"WANDB_MODE": None})
+    run_zoo("train", *TINY, "logger=wandb", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env={"WANDB_MODE": None})
     assert list((tmp_path / "run" / "wandb").glob("offline-run-*")), "logger=wandb must default to offline"
 
 
@@ -140,13 +157,26 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
             (tmp_path / root).mkdir(exist_ok=True)
             (tmp_path / root / f"{split}.de").write_text("".join(f"ein satz {i}\n" for i in range(6)))
             (tmp_path / root / f"{split}.en").write_text("".join(f"a sentence {i}\n" for i in range(english_lines)))
-    proc = run_zoo("train", "-m", "dataset=parallel", "dataset.root=good,uneven", "trainer.max_epochs=1", *TINY[1:],
-                   f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, check=False)
+    proc = run_zoo(
+        "train",
+        "-m",
+        "dataset=parallel",
+        "dataset.root=good,uneven",
+        "trainer.max_epochs=1",
+        *TINY[1:],
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 1
     assert "1 job(s) of the sweep failed" in proc.stderr and "uneven/train.de has 6 lines" in proc.stderr
     good, bad = (json.loads((tmp_path / "sweep" / job / "summary.json").read_text()) for job in ("0", "1"))
     assert good["status"] == "finished" and good["schema_version"] == 1
-    assert bad["status"] == "failed" and bad["reason"].startswith("CorpusError") and "dataset.root=uneven" in bad["overrides"]
+    assert (
+        bad["status"] == "failed"
+        and bad["reason"].startswith("CorpusError")
+        and "dataset.root=uneven" in bad["overrides"]
+    )
 
 
 def test_translate_stdin_keeps_one_output_line_per_input_line(trained_run, tmp_path):
@@ -165,7 +195,18 @@ def test_translate_an_empty_argument_prints_an_empty_line(trained_run, tmp_path)
 
 
 def test_translate_options_stand_before_and_after_sentences(trained_run, tmp_path):
-    args = ["translate", "--decode", "beam", str(trained_run), "the dog", "--beam-size", "3", "a cat", "--batch-size", "1"]
+    args = [
+        "translate",
+        "--decode",
+        "beam",
+        str(trained_run),
+        "the dog",
+        "--beam-size",
+        "3",
+        "a cat",
+        "--batch-size",
+        "1",
+    ]
     out = run_zoo(*args, cwd=tmp_path).stdout.splitlines()
 
     import zoo
@@ -201,10 +242,22 @@ def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path
     assert done.value.code == 0 and "--decode" in helptext
     for field in dataclasses.fields(DecodeConfig):
         assert "--" + field.name.replace("_", "-") in helptext, f"decode.{field.name} has no option"
-    run_zoo("translate", str(trained_run), "the dog", "--decode", "beam", "--length-penalty", "average",
-            "--alpha", "0.3", cwd=tmp_path)
-    for bad, message in ((["--beam-size", "0"], "zoo: error: --beam-size 0 must be >= 1"),
-                         (["--length-penalty", "nope"], "zoo: error: argument --length-penalty: invalid choice")):
+    run_zoo(
+        "translate",
+        str(trained_run),
+        "the dog",
+        "--decode",
+        "beam",
+        "--length-penalty",
+        "average",
+        "--alpha",
+        "0.3",
+        cwd=tmp_path,
+    )
+    for bad, message in (
+        (["--beam-size", "0"], "zoo: error: --beam-size 0 must be >= 1"),
+        (["--length-penalty", "nope"], "zoo: error: argument --length-penalty: invalid choice"),
+    ):
         proc = run_zoo("translate", str(trained_run), "the dog", *bad, cwd=tmp_path, check=False)
         assert proc.returncode != 0 and proc.stdout == ""
         assert proc.stderr.startswith(message) and len(proc.stderr.strip().splitlines()) == 1

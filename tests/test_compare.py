@@ -1,4 +1,5 @@
 """``zoo compare``: configurations over seeds, in each metric's own direction, robust to odd folders."""
+
 import csv
 import io
 import json
@@ -103,20 +104,31 @@ def test_sorting_by_a_metric_no_run_has_is_an_error(tmp_path):
         compare([tmp_path], sort="ter")
 
 
-SENTENCES = [f"the {a} {n} sees {k} small {m} near the old tower" for a in ("big", "red", "old", "shy", "wet")
-             for n in ("dog", "cat", "fox", "owl") for k in ("a", "the") for m in ("bird", "frog")]
+SENTENCES = [
+    f"the {a} {n} sees {k} small {m} near the old tower"
+    for a in ("big", "red", "old", "shy", "wet")
+    for n in ("dog", "cat", "fox", "owl")
+    for k in ("a", "the")
+    for m in ("bird", "frog")
+]
 
 
 def write_items(folder, hypotheses) -> None:
-    rows = [{"id": str(k), "hypothesis": h, "references": [r], "scores": {"ter": float(h != r)}}
-            for k, (h, r) in enumerate(zip(hypotheses, SENTENCES))]
+    rows = [
+        {"id": str(k), "hypothesis": h, "references": [r], "scores": {"ter": float(h != r)}}
+        for k, (h, r) in enumerate(zip(hypotheses, SENTENCES))
+    ]
     (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
     garbled = [" ".join(s.split()[:-2]) for s in SENTENCES]  # the last two words missing
     garbled_alike = [SENTENCES[0], " ".join(SENTENCES[1].split()[:5]), *garbled[2:]]  # one item better, one worse
-    for name, hypotheses, seeds in (("gru", garbled, (1, 2)), ("lstm", SENTENCES, (1, 2)), ("rnn", garbled_alike, (1,))):
+    for name, hypotheses, seeds in (
+        ("gru", garbled, (1, 2)),
+        ("lstm", SENTENCES, (1, 2)),
+        ("rnn", garbled_alike, (1,)),
+    ):
         for seed in seeds:
             folder = tmp_path / f"{name}{seed}"
             write(folder, summary(name, {"bleu": 100.0 if name == "lstm" else 20.0}, seed=seed))
@@ -158,17 +170,24 @@ def test_a_run_reached_twice_counts_once_and_runs_sharing_a_seed_are_flagged(tmp
     (group,) = Leaderboard(runs).groups
     assert len(group.seeds) == 2 and group.metrics["bleu"].mean == 32.5  # seed 1: (30 + 32) / 2, seed 2: 34
     assert group.shared_seeds == ["2 runs share seed 1"]
-    assert "gru: 2 runs share seed 1 (counted once)" in compare([tmp_path / "sweep", tmp_path / "again"], fmt="markdown")
+    assert "gru: 2 runs share seed 1 (counted once)" in compare(
+        [tmp_path / "sweep", tmp_path / "again"], fmt="markdown"
+    )
 
 
 def test_group_by_any_config_key_seed_or_learning_rate(tmp_path):
     for k, (encoder, lr, seed) in enumerate(product(("gru", "lstm"), (0.001, 0.002), (1, 2))):
         config = {"encoder": {"name": encoder, "hidden_size": 64}, "optim": {"lr": lr}, "seed": seed}
-        write(tmp_path / str(k), {**summary(encoder, {"bleu": 10.0 * seed + 1000 * lr}, seed=seed),
-                                  "config_key": f"{encoder}-{lr}"}, config)
+        write(
+            tmp_path / str(k),
+            {**summary(encoder, {"bleu": 10.0 * seed + 1000 * lr}, seed=seed), "config_key": f"{encoder}-{lr}"},
+            config,
+        )
     by_seed = Leaderboard(find_runs([tmp_path]), by=["seed"])
-    assert [(g.label, len(g.seeds), g.metrics["bleu"].mean) for g in by_seed.groups] == [("seed=2", 4, 21.5),
-                                                                                          ("seed=1", 4, 11.5)]
+    assert [(g.label, len(g.seeds), g.metrics["bleu"].mean) for g in by_seed.groups] == [
+        ("seed=2", 4, 21.5),
+        ("seed=1", 4, 11.5),
+    ]
     by_lr = Leaderboard(find_runs([tmp_path]), by=["optim.lr"])
     assert [g.label for g in by_lr.groups] == ["optim.lr=0.002", "optim.lr=0.001"]
     # by configuration, each row is named by every setting that differs, not only by the overrides
@@ -178,8 +197,11 @@ def test_group_by_any_config_key_seed_or_learning_rate(tmp_path):
 
 def test_by_an_unknown_key_names_the_close_ones(tmp_path):
     write(tmp_path / "a", summary("gru", {"bleu": 30.0}), {"encoder": {"name": "gru", "hidden_size": 64}, "seed": 1})
-    with pytest.raises(UnknownSetting, match=r"^--by encoder.hiden_size: no run has that setting; "
-                                             r"did you mean encoder.hidden_size\?$"):
+    with pytest.raises(
+        UnknownSetting,
+        match=r"^--by encoder.hiden_size: no run has that setting; "
+        r"did you mean encoder.hidden_size\?$",
+    ):
         compare([tmp_path], by=["encoder.hiden_size"])
     with pytest.raises(UnknownSetting, match="--by foo: no run has that setting; give a key of a run's config.yaml"):
         compare([tmp_path], by=["foo"])
@@ -190,8 +212,9 @@ def test_per_item_bootstrap_separates_real_differences_from_noise():
     base = rng.normal(0.5, 0.1, 400)
 
     def p(system):  # one seed a side: the paired bootstrap over items
-        observed, differences = hierarchical_bootstrap([[base[:, None]]], [[system[:, None]]],
-                                                       lambda sums, items: sums[:, 0] / items)
+        observed, differences = hierarchical_bootstrap(
+            [[base[:, None]]], [[system[:, None]]], lambda sums, items: sums[:, 0] / items
+        )
         return centred_p(differences, observed)
 
     assert p(base + 0.05) < 0.01
@@ -216,11 +239,19 @@ def test_runs_on_another_test_set_or_metric_tokenisation_are_separated(tmp_path)
 def test_recipes_label_their_rows_and_settings_differing_within_one_recipe_follow(tmp_path):
     """A recipe names everything it sets (model=gru, not its encoder, widths and search space); a setting that
     differs between runs of one recipe is added."""
-    for k, (model, encoder, lr) in enumerate([("gru", "gru", 0.001), ("gru", "gru", 0.002), ("tf", "transformer", 0.001)]):
+    for k, (model, encoder, lr) in enumerate(
+        [("gru", "gru", 0.001), ("gru", "gru", 0.002), ("tf", "transformer", 0.001)]
+    ):
         config = {"encoder": {"name": encoder, "layers": 2 if model == "tf" else 1}, "optim": {"lr": lr}, "seed": 1}
-        write(tmp_path / str(k), {**summary(encoder, {"bleu": 10.0 + k}), "config_key": f"{model}-{lr}",
-                                  "choices": {"experiment": None, "model": model, "search": model, "encoder": encoder}},
-              config)
+        write(
+            tmp_path / str(k),
+            {
+                **summary(encoder, {"bleu": 10.0 + k}),
+                "config_key": f"{model}-{lr}",
+                "choices": {"experiment": None, "model": model, "search": model, "encoder": encoder},
+            },
+            config,
+        )
     labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
     assert labels == {"model=gru optim.lr=0.001", "model=gru optim.lr=0.002", "model=tf optim.lr=0.001"}
 

@@ -1,20 +1,31 @@
 """Config checks: choices are rejected at composition, ranges before anything trains, each naming the field."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pytest
+from conftest import ROOT, run_zoo
 from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
-from conftest import ROOT, run_zoo
 from zoo import registry
 from zoo.config.checks import (
-    Choice, ConfigError, above, at_least, between, fraction, in_unit_interval, multiple_of, no_wider_than, one_of,
-    physical_memory, positive, within_memory,
+    Choice,
+    ConfigError,
+    above,
+    at_least,
+    between,
+    fraction,
+    in_unit_interval,
+    multiple_of,
+    no_wider_than,
+    one_of,
+    physical_memory,
+    positive,
+    within_memory,
 )
 from zoo.config.validate import validate
 from zoo.nn.norms import Norm
@@ -41,7 +52,7 @@ class Sample:
     rate: float = 0.5
     share: float = 1.0
     colour: Colour = Colour.red
-    width: Optional[int] = None
+    width: int | None = None
 
 
 @pytest.mark.parametrize(
@@ -77,8 +88,11 @@ def test_an_unset_optional_passes_every_range():
 
 def test_within_memory_refuses_only_what_this_machine_could_never_hold():
     within_memory(Sample(), ("size", "heads"), physical_memory(), "the weights")
-    with pytest.raises(ConfigError, match=r"^size=4, heads=2 need at least [\d,.]+ GiB for the weights, more than "
-                                          r"this machine's memory \([\d,.]+ GiB\); lower them$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^size=4, heads=2 need at least [\d,.]+ GiB for the weights, more than "
+        r"this machine's memory \([\d,.]+ GiB\); lower them$",
+    ):
         within_memory(Sample(), ("size", "heads"), physical_memory() + 1, "the weights")
 
 
@@ -97,15 +111,25 @@ def test_a_choice_is_its_plain_string():
 
 def test_a_component_built_from_python_runs_the_same_checks():
     with pytest.raises(ConfigError, match="^norm='batchnorm' must be one of: layernorm, rmsnorm, dyt$"):
-        registry.build("encoder", registry.default_config("encoder", "transformer", norm="batchnorm"), input_dim=8,
-                       scorer={"name": "dot"})
+        registry.build(
+            "encoder",
+            registry.default_config("encoder", "transformer", norm="batchnorm"),
+            input_dim=8,
+            scorer={"name": "dot"},
+        )
 
 
 def test_a_decoder_width_taken_from_the_encoder_is_checked_when_built():
     """d_model null follows the memory's width, known only then: a latent wider than it is refused there."""
     with pytest.raises(ConfigError, match="^kv_latent_dim=17 must be <= d_model=16; the latent compresses"):
-        registry.build("decoder", registry.default_config("decoder", "transformer", kv_latent_dim=17, heads=2),
-                       vocab_size=11, memory_dim=16, scorer={"name": "dot"}, posenc={"name": "none"})
+        registry.build(
+            "decoder",
+            registry.default_config("decoder", "transformer", kv_latent_dim=17, heads=2),
+            vocab_size=11,
+            memory_dim=16,
+            scorer={"name": "dot"},
+            posenc={"name": "none"},
+        )
 
 
 # --------------------------------------------------------------------------- composition
@@ -130,9 +154,11 @@ def test_an_optional_scorer_group_offers_every_scorer_and_rejects_typos():
     cfg = composed("attention=scaled_dot", "cross_attention=additive", "cross_attention.hidden_size=64")
     assert cfg.cross_attention.name == "additive" and cfg.cross_attention.hidden_size == 64
     assert cfg.self_attention is None  # null: the attention choice
-    for overrides in (["cross_attention=additive", "cross_attention.hiden_size=64"],  # a field the scorer lacks
-                      ["cross_attention.hidden_size=64"],  # no scorer chosen there
-                      ["cross_atention=additive"]):  # no such group
+    for overrides in (
+        ["cross_attention=additive", "cross_attention.hiden_size=64"],  # a field the scorer lacks
+        ["cross_attention.hidden_size=64"],  # no scorer chosen there
+        ["cross_atention=additive"],
+    ):  # no such group
         with pytest.raises(ConfigCompositionException):
             composed(*overrides)
 
@@ -148,8 +174,9 @@ def test_choices_survive_yaml_plain_containers_and_building():
     assert "norm: rmsnorm" in OmegaConf.to_yaml(cfg.decoder)
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert type(container["decoder"]["norm"]) is str and container["decode"]["strategy"] == "beam"
-    decoder = registry.build("decoder", container["decoder"], vocab_size=11, memory_dim=16, scorer={"name": "dot"},
-                             posenc={"name": "none"})
+    decoder = registry.build(
+        "decoder", container["decoder"], vocab_size=11, memory_dim=16, scorer={"name": "dot"}, posenc={"name": "none"}
+    )
     assert type(decoder.final_norm).__name__ == "RMSNorm"
 
 
@@ -170,8 +197,10 @@ def test_choices_survive_yaml_plain_containers_and_building():
         (["decoder=transformer", "decoder.kv_heads=3"], "decoder.heads=4 must be a multiple of kv_heads=3"),
         (["decoder=transformer", "decoder.kv_latent_dim=0"], "decoder.kv_latent_dim=0 must be >= 1"),
         (["encoder=transformer", "encoder.kv_latent_dim=257"], "encoder.kv_latent_dim=257 must be <= d_model=256"),
-        (["encoder=transformer", "encoder.self_attention_projections=false", "encoder.kv_heads=1"],
-         "encoder.self_attention_projections=False compares the vectors themselves"),
+        (
+            ["encoder=transformer", "encoder.self_attention_projections=false", "encoder.kv_heads=1"],
+            "encoder.self_attention_projections=False compares the vectors themselves",
+        ),
         (["cross_attention=additive", "cross_attention.hidden_size=0"], "cross_attention.hidden_size=0 must be >= 1"),
         (["encoder=esn", "encoder.connectivity=0"], r"encoder.connectivity=0.0 must be in \(0, 1\]"),
         (["posenc=relative", "posenc.num_buckets=7"], "posenc.num_buckets=7 must be even"),
@@ -188,8 +217,11 @@ def test_an_out_of_range_value_names_its_section_and_field(overrides, message):
 
 def test_a_section_checks_itself_against_the_rest_of_the_composed_config():
     """The learned position table is checked against the data section's lengths, through its check_composed."""
-    with pytest.raises(ConfigError, match=r"^posenc.max_len=8 positions are fewer than a training sequence may have "
-                                          r"\(128: data.max_len=128, data.max_tokens=1024\); raise posenc.max_len"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^posenc.max_len=8 positions are fewer than a training sequence may have "
+        r"\(128: data.max_len=128, data.max_tokens=1024\); raise posenc.max_len",
+    ):
         validate(composed("posenc=learned", "posenc.max_len=8"))
     validate(composed("posenc=learned", "posenc.max_len=8", "data.max_len=8"))
 
@@ -216,16 +248,25 @@ def test_zoo_train_stops_on_a_bad_range_before_anything_trains(tmp_path):
     assert all(name == ".hydra" or name.endswith(".log") for name in left), left  # only what Hydra writes first
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["decode.strategy=foo"], "Invalid value 'foo', expected one of [greedy, beam, sample]"),
-    (["tokenizer.vocab_size=0"], "Key 'vocab_size' not in 'Tokenizer_word'"),
-    (["encoder=lstmm"], "Could not find 'encoder/lstmm'; Available options in 'encoder'; elm; esn"),
-    (["-m", "seed=1", "attention=dot,nope"], "Could not find 'attention/nope'"),  # a sweep's later value too
-    (["+ckpt_path=last.ckpt"], "zoo has no option ckpt_path"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["decode.strategy=foo"], "Invalid value 'foo', expected one of [greedy, beam, sample]"),
+        (["tokenizer.vocab_size=0"], "Key 'vocab_size' not in 'Tokenizer_word'"),
+        (["encoder=lstmm"], "Could not find 'encoder/lstmm'; Available options in 'encoder'; elm; esn"),
+        (["-m", "seed=1", "attention=dot,nope"], "Could not find 'attention/nope'"),  # a sweep's later value too
+        (["+ckpt_path=last.ckpt"], "zoo has no option ckpt_path"),
+    ],
+)
 def test_an_override_that_does_not_compose_is_one_line_and_starts_nothing(tmp_path, overrides, message):
-    proc = run_zoo("train", *overrides, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
-                   cwd=tmp_path, check=False)
+    proc = run_zoo(
+        "train",
+        *overrides,
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("zoo: error: ") and message in proc.stderr
     assert not (tmp_path / "sweep").exists() and not any((tmp_path / "run").glob("*"))
@@ -240,7 +281,8 @@ def test_fp16_on_the_cpu_is_refused_naming_what_to_use(precision):
 
 
 def test_zoo_train_refuses_fp16_on_the_cpu_in_one_line(tmp_path):
-    proc = run_zoo("train", "trainer.precision=16-mixed", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path,
-                   check=False)
+    proc = run_zoo(
+        "train", "trainer.precision=16-mixed", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False
+    )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("zoo: error: trainer.precision=16-mixed (fp16) needs a GPU")

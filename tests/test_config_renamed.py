@@ -1,4 +1,5 @@
 """Moved options: the old spelling gets one line naming the new one, before anything is composed."""
+
 from conftest import run_zoo
 
 

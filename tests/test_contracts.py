@@ -16,6 +16,7 @@ Datasets are tested only when their config has no field naming files on disk
 or a download location (``root``, ``path``, ``dir``, ``file``, ``url``): those
 cannot be built generically without data.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,10 +28,9 @@ import torch
 import torch.nn.functional as F
 
 from zoo import registry
-
-from zoo.registry import discovery
-from zoo.nn.attention import attend
 from zoo.contracts import BOS, EOS, PAD, Item, Scorer, SourceDescription
+from zoo.nn.attention import attend
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -221,7 +221,9 @@ def test_frontend_contract(name):
 # ------------------------------------------------------------------ encoders
 def build_encoder(name: str, input_dim: int = D, scorer: str | None = "scaled_dot", layout: str = "default"):
     extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.uses_scorer else {}
-    return registry.build("encoder", small_config("encoder", name, **LAYOUTS.get(layout, {})), input_dim=input_dim, **extra)
+    return registry.build(
+        "encoder", small_config("encoder", name, **LAYOUTS.get(layout, {})), input_dim=input_dim, **extra
+    )
 
 
 def encoder_cases() -> list[tuple[str, str | None, str]]:
@@ -504,14 +506,20 @@ def build_task(name: str):
     frontend = task_cls.component_defaults.get("frontend") or next(
         f for f in names("frontend") if registry.get("frontend", f).cls.source_kind in task_cls.frontend_kinds
     )
-    return registry.build("task", small_config("task", name), tokenizer=registry.default_config("tokenizer", "word"),
-                          frontend=registry.default_config("frontend", frontend))
+    return registry.build(
+        "task",
+        small_config("task", name),
+        tokenizer=registry.default_config("tokenizer", "word"),
+        frontend=registry.default_config("frontend", frontend),
+    )
 
 
 def task_and_items(name: str):
     """A task built with the word tokenizer, and tiny splits of a file-free dataset of its source kind."""
     task = build_task(name)
-    datasets = [d for d in dataset_names_without_files() if registry.get("dataset", d).cls.source_kind == task.source_kind]
+    datasets = [
+        d for d in dataset_names_without_files() if registry.get("dataset", d).cls.source_kind == task.source_kind
+    ]
     assert datasets, f"no file-free dataset gives {task.source_kind} sources to test task '{name}' with"
     return task, registry.build("dataset", small_config("dataset", datasets[0])).splits()
 
@@ -530,8 +538,9 @@ def test_task_contract(name, tmp_path):
     items = splits["test"][:B]
     encoded = loaded.encode_sources([item.source for item in items])
     batch = loaded.collate_sources(encoded)
-    assert torch.equal(batch, task.collate_sources(task.encode_sources([item.source for item in items]))), \
+    assert torch.equal(batch, task.collate_sources(task.encode_sources([item.source for item in items]))), (
         "a loaded task must encode like the fitted one"
+    )
     assert batch.shape[0] == len(items)
     assert all(loaded.source_size(e) >= 1 for e in encoded)
     labels = loaded.source_labels(encoded[0])  # [] when only the frontend knows the positions (an image's grid)
@@ -563,5 +572,6 @@ def test_metric_contract(name):
     second = ["a dog is running in the park"] * 2
     with_match = metric.corpus_score(second[:1], references[1:])
     without = metric.corpus_score(second[:1], [references[1][:1]])
-    assert (with_match >= without) if metric.higher_is_better else (with_match <= without), \
+    assert (with_match >= without) if metric.higher_is_better else (with_match <= without), (
         "a hypothesis equal to one of several references must score at least as well as against the other alone"
+    )

@@ -1,13 +1,14 @@
 """The data module: items to encoded rows, codecs in the run directory, token-budget batches, padding and shuffling."""
+
 from dataclasses import dataclass
 
 import pytest
 import torch
+from conftest import TINY, run_zoo
 from lightning.fabric.utilities.data import _set_sampler_epoch
 from omegaconf import OmegaConf
 
 import zoo.data.datamodule
-from conftest import TINY, run_zoo
 from zoo import registry
 from zoo.contracts import BOS, EOS, PAD, UNK, Dataset, Item
 from zoo.contracts.task import TaskError
@@ -23,15 +24,19 @@ TINY_MODEL = [override for override in TINY if override != "experiment=smoke"] +
 
 
 def config(dataset=None, tokenizer="word", seed=7, joint_vocab=False, **data):
-    dataset = dataset or registry.default_config("dataset", "synthetic", train_size=120, val_size=15, test_size=15, max_words=15)
-    return OmegaConf.create({
-        "seed": seed,
-        "task": registry.default_config("task", "translation", joint_vocab=joint_vocab),
-        "dataset": dataset,
-        "tokenizer": registry.default_config("tokenizer", tokenizer),
-        "frontend": registry.default_config("frontend", "tokens"),
-        "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, **data},
-    })
+    dataset = dataset or registry.default_config(
+        "dataset", "synthetic", train_size=120, val_size=15, test_size=15, max_words=15
+    )
+    return OmegaConf.create(
+        {
+            "seed": seed,
+            "task": registry.default_config("task", "translation", joint_vocab=joint_vocab),
+            "dataset": dataset,
+            "tokenizer": registry.default_config("tokenizer", tokenizer),
+            "frontend": registry.default_config("frontend", "tokens"),
+            "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, **data},
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,19 +117,25 @@ def test_joint_vocabulary_is_one_tokenizer(tmp_path):
     loaded = zoo.data.datamodule.build_task(config(joint_vocab=True))
     loaded.load(tmp_path)
     assert loaded.source_tokenizer is loaded.target_tokenizer
-    text = [item.source for item in module.items["train"][:3]] + [item.references[0] for item in module.items["train"][:3]]
+    text = [item.source for item in module.items["train"][:3]] + [
+        item.references[0] for item in module.items["train"][:3]
+    ]
     assert loaded.encode_targets(text) == module.task.encode_targets(text)
 
 
 def test_vocabulary_comes_from_the_training_split_only(tmp_path):
     root = tmp_path / "corpus"
     root.mkdir()
-    for split, (de, en) in {"train": ("ein hund", "a dog"), "val": ("ein zebra", "a zebra"), "test": ("ein hund", "a dog")}.items():
+    for split, (de, en) in {
+        "train": ("ein hund", "a dog"),
+        "val": ("ein zebra", "a zebra"),
+        "test": ("ein hund", "a dog"),
+    }.items():
         (root / f"{split}.tsv").write_text(f"{de}\t{en}\n")
     dataset = registry.default_config("dataset", "parallel", root=str(root), test="test")
     module = ZooDataModule(config(dataset=dataset), tmp_path / "run")
     module.setup()
-    (val_source, val_target, _), = module.encoded["val"].rows
+    ((val_source, val_target, _),) = module.encoded["val"].rows
     assert val_source[1] == UNK and val_target[1] == UNK
     assert module.task.target_vocab_size == 4 + 2
 
@@ -157,8 +168,11 @@ def test_an_evaluation_item_wider_than_a_batch_is_refused_naming_it(tmp_path):
     """Skipping it would change the score; batching it alone would break the memory bound."""
     tsv_corpus(tmp_path / "corpus", "val", long_words=30)
     dataset = registry.default_config("dataset", "parallel", root=str(tmp_path / "corpus"), test="test")
-    with pytest.raises(DataError, match=r"^val item val:9 has 31 tokens, more than a batch may hold "
-                                        r"\(data.max_tokens=20\); raise data.max_tokens to 31"):
+    with pytest.raises(
+        DataError,
+        match=r"^val item val:9 has 31 tokens, more than a batch may hold "
+        r"\(data.max_tokens=20\); raise data.max_tokens to 31",
+    ):
         ZooDataModule(config(dataset=dataset, max_tokens=20), tmp_path / "run").setup()
 
 
@@ -167,8 +181,17 @@ def test_a_training_pair_wider_than_a_batch_is_skipped_with_a_count(tmp_path):
     own) is skipped, counted in the log, and the run trains on the rest."""
     tsv_corpus(tmp_path / "corpus", "train", long_words=3000)
     run_dir = tmp_path / "run"
-    run_zoo("train", "dataset=parallel", f"dataset.root={tmp_path / 'corpus'}", "dataset.test=test", *TINY_MODEL,
-            "data.max_len=5000", "data.max_tokens=200", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    run_zoo(
+        "train",
+        "dataset=parallel",
+        f"dataset.root={tmp_path / 'corpus'}",
+        "dataset.test=test",
+        *TINY_MODEL,
+        "data.max_len=5000",
+        "data.max_tokens=200",
+        f"hydra.run.dir={run_dir}",
+        cwd=tmp_path,
+    )
     log = (run_dir / "train.log").read_text()
     assert "train: skipped 1 of 9 pairs: 1 wider than a whole batch, data.max_tokens=200" in log
 
@@ -196,8 +219,14 @@ def test_multi_process_evaluation_gives_every_batch_to_exactly_one_process(proce
     """Nothing is dropped: counts may differ; with fewer batches than processes the largest batches are halved."""
     sizes = [3, 5, 2, 8, 4, 4, 6, 1, 7, 2, 3]
     single = list(TokenBudgetBatchSampler(LengthBucketSampler(sizes, shuffle=False), max_tokens=10))
-    shares = [list(TokenBudgetBatchSampler(LengthBucketSampler(sizes, shuffle=False), max_tokens=10,
-                                           num_replicas=processes, rank=rank)) for rank in range(processes)]
+    shares = [
+        list(
+            TokenBudgetBatchSampler(
+                LengthBucketSampler(sizes, shuffle=False), max_tokens=10, num_replicas=processes, rank=rank
+            )
+        )
+        for rank in range(processes)
+    ]
     assert sorted(i for share in shares for b in share for i in b) == list(range(len(sizes)))
     assert all(share for share in shares)
     if len(single) >= processes:  # the same batches as one process, dealt out in turn

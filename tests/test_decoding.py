@@ -1,4 +1,5 @@
 """Greedy search, beam search and sampling on a fake decoder whose probabilities are a fixed table."""
+
 from __future__ import annotations
 
 import itertools
@@ -53,9 +54,7 @@ class TableModel(nn.Module):
         self.decoder = TableDecoder(table)
 
     def encode(self, source: torch.Tensor) -> EncoderOutput:
-        return EncoderOutput(
-            memory=source.float()[..., None], mask=source != PAD, state=torch.zeros(source.size(0), 1)
-        )
+        return EncoderOutput(memory=source.float()[..., None], mask=source != PAD, state=torch.zeros(source.size(0), 1))
 
 
 def row(**probs: float) -> torch.Tensor:
@@ -148,8 +147,10 @@ def test_beam_steps_live_sentences_together_and_drops_finished_ones():
     together = beam_search(model, src([9, A], [1]), beam_size=3, max_len=torch.tensor([1, 4]))
     calls = list(model.decoder.calls)
     assert calls[0] == 2 * 3 and calls[1:] and set(calls[1:]) == {3} and len(calls) <= 4
-    alone = [beam_search(model, src([9, A]), beam_size=3, max_len=1)[0],
-             beam_search(model, src([1]), beam_size=3, max_len=4)[0]]
+    alone = [
+        beam_search(model, src([9, A]), beam_size=3, max_len=1)[0],
+        beam_search(model, src([1]), beam_size=3, max_len=4)[0],
+    ]
     assert together == alone
 
 
@@ -342,8 +343,8 @@ def test_bad_sampling_options_are_rejected():
 def _real_model(decoder: str):
     """A tiny untrained Seq2Seq with the given decoder (GRU encoder; Transformer encoder for a Transformer)."""
     from zoo import registry
-    from zoo.registry import discovery
     from zoo.model import Seq2Seq
+    from zoo.registry import discovery
 
     discovery.discover()
     if decoder not in registry.names("decoder"):
@@ -356,7 +357,16 @@ def _real_model(decoder: str):
         "decoder": decoder,
         "attention": "general",
     }
-    small = {"dim": 16, "hidden_size": 16, "embed_dim": 16, "d_model": 16, "heads": 2, "layers": 2, "ff_dim": 32, "dropout": 0.0}
+    small = {
+        "dim": 16,
+        "hidden_size": 16,
+        "embed_dim": 16,
+        "d_model": 16,
+        "heads": 2,
+        "layers": 2,
+        "ff_dim": 32,
+        "dropout": 0.0,
+    }
     cfg = {}
     for kind, name in names.items():
         defaults = registry.default_config(kind, name)
@@ -377,6 +387,7 @@ def test_real_model_beam_and_greedy(decoder):
     assert len(beams) == 3
     for hyp, m in zip(beams, max_len.tolist()):
         assert len(hyp) <= m and all(4 <= t < 13 or t == UNK for t in hyp)
-    assert generate(model, source, DecodeConfig(strategy="beam", beam_size=2), max_len=max_len)[1] == beam_search(
-        model, source[1:2, :2], beam_size=2, max_len=3
-    )[0]
+    assert (
+        generate(model, source, DecodeConfig(strategy="beam", beam_size=2), max_len=max_len)[1]
+        == beam_search(model, source[1:2, :2], beam_size=2, max_len=3)[0]
+    )

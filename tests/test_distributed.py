@@ -5,6 +5,7 @@ Each child process rebuilds the run from the environment and its command line al
 runs check that `zoo train` relaunches as `python -m zoo.training.entry` and that folder plugins
 have importable module names.
 """
+
 from __future__ import annotations
 
 import csv
@@ -12,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY, run_zoo
 from test_readme import fenced_block_after
 
@@ -29,8 +29,14 @@ def evaluate_in_one_process(run_dir: Path) -> tuple[dict[str, float], list[str]]
     discover()
     data = ZooDataModule(OmegaConf.load(run_dir / "config.yaml"), run_dir)  # loads the run's codecs
     module = ZooModule.load_from_checkpoint(run_dir / "checkpoints" / "best.ckpt", map_location="cpu")
-    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.validate(module, datamodule=data, verbose=False)
     metrics = {name: float(value) for name, value in trainer.callback_metrics.items()}
     trainer.test(module, datamodule=data, verbose=False)
@@ -79,8 +85,17 @@ def test_joblib_sweep_workers_import_a_folder_plugin(tmp_path):
     scorer = fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->")  # the README's example plugin
     (tmp_path / "my_plugins" / "distance.py").write_text(scorer)
     sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "attention=distance,dot"]
-    run_zoo("train", *sweep, "plugin_dirs=[my_plugins]", *TINY, "dataset.train_size=64", "dataset.val_size=8",
-            "dataset.test_size=8", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    run_zoo(
+        "train",
+        *sweep,
+        "plugin_dirs=[my_plugins]",
+        *TINY,
+        "dataset.train_size=64",
+        "dataset.val_size=8",
+        "dataset.test_size=8",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cwd=tmp_path,
+    )
     scorers = {
         job: json.loads((tmp_path / "sweep" / job / "summary.json").read_text())["components"]["attention"]["name"]
         for job in ("0", "1")

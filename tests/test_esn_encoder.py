@@ -1,12 +1,12 @@
 """The ``esn`` and ``elm`` encoders: shapes, seeds, buffers, padding, recurrence and gradients."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from zoo.registry import discovery
 from zoo.contracts import EncoderOutput
-from zoo.registry import build, default_config
+from zoo.registry import build, default_config, discovery
 
 discovery.discover()
 IN = 6

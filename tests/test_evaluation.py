@@ -1,4 +1,5 @@
 """The run's metric suite: the task's defaults, the config's choice, the monitor and its direction."""
+
 import pytest
 
 from zoo.registry import discovery
@@ -25,7 +26,10 @@ def test_scores_and_descriptions_cover_every_metric():
     metrics = suite()
     scores = metrics.scores(["a dog runs in the big green park"], [("a dog runs in the big green park",)])
     assert scores == {"bleu": pytest.approx(100.0), "chrf": pytest.approx(100.0)}
-    assert set(metrics.item_scores(["a dog runs in the big green park"], [("a dog runs in the big green park",)])) == {"bleu", "chrf"}
+    assert set(metrics.item_scores(["a dog runs in the big green park"], [("a dog runs in the big green park",)])) == {
+        "bleu",
+        "chrf",
+    }
     assert all(entry["higher_is_better"] and "nrefs:1" in entry["signature"] for entry in metrics.describe().values())
 
 

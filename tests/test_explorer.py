@@ -1,13 +1,14 @@
 """The attention explorer: the page's embedded data, that it requests nothing, and how it behaves in Chromium."""
+
 from __future__ import annotations
 
 import json
 import re
 
 import torch
+from conftest import fork_zoo
 
 import zoo
-from conftest import fork_zoo
 from zoo import registry
 from zoo.model import Seq2Seq
 from zoo.registry import discovery
@@ -21,12 +22,18 @@ LAYERS, HEADS = 2, 3
 KINDS = ["encoder_self", "decoder_self", "cross"]
 
 
-
-
 def tiny_model(task, encoder="transformer", decoder="transformer", attention="scaled_dot"):
     """A real, untrained model: LAYERS x HEADS where it has attention layers."""
     names = {"frontend": "tokens", "posenc": "none", "encoder": encoder, "decoder": decoder, "attention": attention}
-    small = {"dim": 12, "hidden_size": 12, "embed_dim": 12, "d_model": 4 * HEADS, "heads": HEADS, "layers": LAYERS, "ff_dim": 16}
+    small = {
+        "dim": 12,
+        "hidden_size": 12,
+        "embed_dim": 12,
+        "d_model": 4 * HEADS,
+        "heads": HEADS,
+        "layers": LAYERS,
+        "ff_dim": 16,
+    }
     cfg = {}
     for kind, name in names.items():
         defaults = registry.default_config(kind, name)
@@ -72,13 +79,26 @@ def test_page_requests_nothing(task, tmp_path):
 
 
 def test_absent_kinds_are_named_with_their_reason(task, tmp_path):
-    rnn = embedded_data(write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn").read_text())
+    rnn = embedded_data(
+        write_attention_explorer(
+            tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn"
+        ).read_text()
+    )
     present = [kind for kind in rnn["kinds"] if not kind["absent"]]
-    assert [kind["name"] for kind in present] == ["cross"] and len(present[0]["layers"]) == 1 and len(present[0]["layers"][0]) == 1
+    assert (
+        [kind["name"] for kind in present] == ["cross"]
+        and len(present[0]["layers"]) == 1
+        and len(present[0]["layers"][0]) == 1
+    )
     reasons = {kind["name"]: kind["absent"] for kind in rnn["kinds"] if kind["absent"]}
-    assert reasons == {"encoder_self": "the encoder 'gru' has no self-attention", "decoder_self": "the decoder 'rnn' has no self-attention"}
+    assert reasons == {
+        "encoder_self": "the encoder 'gru' has no self-attention",
+        "decoder_self": "the decoder 'rnn' has no self-attention",
+    }
 
-    none = embedded_data(write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none").read_text())
+    none = embedded_data(
+        write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none").read_text()
+    )
     assert all(kind["absent"] for kind in none["kinds"]) and "attention=none" in none["kinds"][2]["absent"]
 
 
@@ -88,7 +108,11 @@ def test_labels_cannot_close_the_script_element():
     page = render_explorer(explorer_data(tricky))
     assert page.count("</script>") == 2 and "<!--" not in page
     data = embedded_data(page)
-    assert data["source"] == "</script><b>x" and data["kinds"][2]["keys"] == ["</script>"] and data["kinds"][2]["queries"] == ["<!--"]
+    assert (
+        data["source"] == "</script><b>x"
+        and data["kinds"][2]["keys"] == ["</script>"]
+        and data["kinds"][2]["queries"] == ["<!--"]
+    )
 
 
 def test_page_is_logged_to_wandb(task, tmp_path):
@@ -129,8 +153,9 @@ def open_page(browser, path):
 
 def lines(page) -> list[dict]:
     return page.eval_on_selector_all(
-        "line.link", "ls => ls.map(l => ({head: +l.dataset.head, query: +l.dataset.query, key: +l.dataset.key, "
-        "weight: +l.dataset.weight, opacity: +l.getAttribute('stroke-opacity'), colour: l.getAttribute('stroke')}))"
+        "line.link",
+        "ls => ls.map(l => ({head: +l.dataset.head, query: +l.dataset.query, key: +l.dataset.key, "
+        "weight: +l.dataset.weight, opacity: +l.getAttribute('stroke-opacity'), colour: l.getAttribute('stroke')}))",
     )
 
 
@@ -158,7 +183,9 @@ def test_explorer_in_chromium_hover_select_and_screenshot(chromium, task, tmp_pa
     assert page.locator(".token.query.focus").text_content() == "dog"
     assert page.locator(".weight-label").all_text_contents() == [f"{w:.2f}" for w in row]
     page.hover(".token.key[data-index='4']")
-    assert {link["key"] for link in lines(page)} == {4} and page.locator(".weight-label").count() == len(SENTENCE.split())
+    assert {link["key"] for link in lines(page)} == {4} and page.locator(".weight-label").count() == len(
+        SENTENCE.split()
+    )
 
     page.click("#heads-grid .thumb[data-layer='1'][data-head='2']")  # layer 2, head 3
     assert "layer 2 of 2 · head 3 of 3" in page.inner_text("#view-title")
@@ -187,14 +214,21 @@ def test_explorer_in_chromium_hover_select_and_screenshot(chromium, task, tmp_pa
 
 
 def test_models_without_some_kinds_in_chromium(chromium, task, tmp_path):
-    rnn = open_page(chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn"))
-    assert rnn.locator("#kinds button[disabled]").all_inner_texts() == ["Encoder self-attention", "Decoder self-attention"]
+    rnn = open_page(
+        chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "additive"), task, SENTENCE, tmp_path / "rnn")
+    )
+    assert rnn.locator("#kinds button[disabled]").all_inner_texts() == [
+        "Encoder self-attention",
+        "Decoder self-attention",
+    ]
     assert "decoder self-attention — the decoder 'rnn' has no self-attention" in rnn.inner_text("#absent")
     assert rnn.locator("#heads-grid .thumb").count() == 1 and rnn.locator("#all-heads").is_disabled()
     rnn.hover(".token.key[data-index='0']")
     assert {link["key"] for link in lines(rnn)} == {0}
 
-    none = open_page(chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none"))
+    none = open_page(
+        chromium, write_attention_explorer(tiny_model(task, "gru", "rnn", "none"), task, SENTENCE, tmp_path / "none")
+    )
     assert none.locator("#kinds button[disabled]").count() == 3
     assert none.locator("#explorer").is_hidden() and none.locator("#empty").is_visible()
     assert rnn.errors == [] and none.errors == []

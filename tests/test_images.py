@@ -1,4 +1,5 @@
 """Images decoded once and resized (zoo.data.images), precomputed features (zoo.data.features), grids (zoo.nn.grid)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,10 +66,13 @@ def test_features_load_from_pt_npz_and_folders(tmp_path):
     assert pooled.grid == (1, 1) and pooled["d"].shape == (1, 5), "a pooled vector is a 1 x 1 grid"
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "does not exist"),
-    (b"garbage", "cannot read features file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        (b"garbage", "cannot read features file"),
+    ],
+)
 def test_bad_features_files_are_one_line(tmp_path, content, message):
     path = tmp_path / "f.pt"
     if content is not None:

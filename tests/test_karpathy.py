@@ -1,14 +1,15 @@
 """The ``karpathy`` dataset: Karpathy split files (Flickr/COCO style) over a tiny generated image folder."""
+
 import json
 import logging
 
 import pytest
 from PIL import Image
+from zoo_plugins.datasets.karpathy import KarpathyDataset, SplitFileError  # importing it registers the dataset
 
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.contracts import ImageSource
-from zoo_plugins.datasets.karpathy import KarpathyDataset, SplitFileError  # importing it registers the dataset
 
 
 def sentence(raw):
@@ -65,15 +66,21 @@ def test_parses_entries_without_filepath(tmp_path):
     split_file, root = make(tmp_path)
     data = splits(split_file, root)
     assert {split: ids(items) for split, items in data.items()} == {
-        "train": ["a.jpg", "d.jpg"], "val": ["b.jpg"], "test": ["c.jpg"]}
+        "train": ["a.jpg", "d.jpg"],
+        "val": ["b.jpg"],
+        "test": ["c.jpg"],
+    }
     source = data["train"][0].source
     assert isinstance(source, ImageSource) and source.key == "a.jpg"
     assert source.path == str(root / "a.jpg") and source.pixels is None
 
 
 def test_parses_coco_entries_with_filepath(tmp_path):
-    images = [entry("x.jpg", "train", filepath="train2014"), entry("x.jpg", "val", filepath="val2014"),
-              entry("y.jpg", "test", filepath="val2014")]
+    images = [
+        entry("x.jpg", "train", filepath="train2014"),
+        entry("x.jpg", "val", filepath="val2014"),
+        entry("y.jpg", "test", filepath="val2014"),
+    ]
     split_file, root = make(tmp_path, images)
     data = splits(split_file, root)
     assert ids(data["train"]) == ["train2014/x.jpg"] and ids(data["val"]) == ["val2014/x.jpg"]
@@ -82,8 +89,13 @@ def test_parses_coco_entries_with_filepath(tmp_path):
 
 
 def test_restval_joins_training_or_is_dropped(tmp_path, caplog):
-    images = [entry("t.jpg", "train"), entry("r.jpg", "restval", filepath="val2014"), entry("u.jpg", "train"),
-              entry("v.jpg", "val"), entry("w.jpg", "test")]
+    images = [
+        entry("t.jpg", "train"),
+        entry("r.jpg", "restval", filepath="val2014"),
+        entry("u.jpg", "train"),
+        entry("v.jpg", "val"),
+        entry("w.jpg", "test"),
+    ]
     split_file, root = make(tmp_path, images)
     assert ids(splits(split_file, root)["train"]) == ["t.jpg", "val2014/r.jpg", "u.jpg"], "file order, restval included"
     with caplog.at_level(logging.INFO):
@@ -176,18 +188,23 @@ def bad_entry(**changes):
     return image
 
 
-@pytest.mark.parametrize("images, message", [
-    ({"dataset": "x"}, 'has no "images" list'),
-    ([bad_entry(filename=None)], r"images\[0\] has no filename"),
-    ([bad_entry(sentences=None)], r"images\[0\] \(a.jpg\) has no sentences"),
-    ([bad_entry(sentences=[])], r"images\[0\] \(a.jpg\) has no sentences"),
-    ([bad_entry(split="dev")], r"unknown split 'dev'; the split must be one of train, val, test, restval"),
-    ([bad_entry(sentences=[{"raw": " ", "tokens": []}])], r"sentences\[0\]: the caption is empty"),
-    ([bad_entry(sentences=[{"raw": "A dog ."}])], r"sentences\[0\] has no tokens list; .* dataset.captions=raw"),
-    ([entry("a.jpg", "train"), entry("b.jpg", "test")], "has no val images"),
-    ([entry("a.jpg", "train"), entry("a.jpg", "train"), entry("b.jpg", "val"), entry("c.jpg", "test")],
-     "image a.jpg is listed twice in the train split"),
-])
+@pytest.mark.parametrize(
+    "images, message",
+    [
+        ({"dataset": "x"}, 'has no "images" list'),
+        ([bad_entry(filename=None)], r"images\[0\] has no filename"),
+        ([bad_entry(sentences=None)], r"images\[0\] \(a.jpg\) has no sentences"),
+        ([bad_entry(sentences=[])], r"images\[0\] \(a.jpg\) has no sentences"),
+        ([bad_entry(split="dev")], r"unknown split 'dev'; the split must be one of train, val, test, restval"),
+        ([bad_entry(sentences=[{"raw": " ", "tokens": []}])], r"sentences\[0\]: the caption is empty"),
+        ([bad_entry(sentences=[{"raw": "A dog ."}])], r"sentences\[0\] has no tokens list; .* dataset.captions=raw"),
+        ([entry("a.jpg", "train"), entry("b.jpg", "test")], "has no val images"),
+        (
+            [entry("a.jpg", "train"), entry("a.jpg", "train"), entry("b.jpg", "val"), entry("c.jpg", "test")],
+            "image a.jpg is listed twice in the train split",
+        ),
+    ],
+)
 def test_bad_split_file_is_a_one_line_error(tmp_path, images, message):
     split_file, root = make(tmp_path)
     body = images if isinstance(images, dict) else {"dataset": "x", "images": images}
@@ -198,8 +215,11 @@ def test_bad_split_file_is_a_one_line_error(tmp_path, images, message):
 
 
 def test_limits_take_the_first_images_in_file_order(tmp_path):
-    images = [entry(f"t{i}.jpg", "train") for i in range(5)] + [entry("v0.jpg", "val"), entry("v1.jpg", "val"),
-                                                                 entry("w.jpg", "test")]
+    images = [entry(f"t{i}.jpg", "train") for i in range(5)] + [
+        entry("v0.jpg", "val"),
+        entry("v1.jpg", "val"),
+        entry("w.jpg", "test"),
+    ]
     split_file, root = make(tmp_path, images)
     data = splits(split_file, root, max_train=3, max_val=1)
     assert ids(data["train"]) == ["t0.jpg", "t1.jpg", "t2.jpg"]
@@ -209,11 +229,14 @@ def test_limits_take_the_first_images_in_file_order(tmp_path):
     assert ids(splits(split_file, root, max_train=3, on_missing="skip")["train"]) == ["t0.jpg", "t2.jpg", "t3.jpg"]
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"captions": "words"}, "captions='words' must be one of: tokens, raw"),
-    ({"on_missing": "warn"}, "on_missing='warn' must be one of: error, skip"),
-    ({"max_val": 0}, "max_val=0 must be >= 1; null keeps every image"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"captions": "words"}, "captions='words' must be one of: tokens, raw"),
+        ({"on_missing": "warn"}, "on_missing='warn' must be one of: error, skip"),
+        ({"max_val": 0}, "max_val=0 must be >= 1; null keeps every image"),
+    ],
+)
 def test_bad_settings(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
         splits(*make(tmp_path), **overrides)

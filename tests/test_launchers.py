@@ -4,6 +4,7 @@ Submitit's local executor runs each job as its own process under a controller th
 exits for a requeue, as SLURM would: the pre-emption signal (USR2), zoo's last.ckpt, submitit's
 checkpoint-and-requeue and the resumed run are the real ones; only ``scontrol requeue`` is left out.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY, ForkedZoo
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[dev]' (zoo[slurm])")
@@ -43,8 +43,14 @@ def preempted(tmp_path_factory) -> Path:
     """A submitit sweep of two jobs (seeds 3 and 4) in the default sweep directory (a timestamp), whose job 0 gets
     USR2 (what SLURM sends before a time limit or on pre-emption) once it has validated; job 0's run directory."""
     work = tmp_path_factory.mktemp("submitit")
-    long = [*TINY, "trainer.max_epochs=8", "trainer.val_check_interval=0.4", "trainer.patience=1000",
-            "dataset.val_size=8", "dataset.test_size=4"]
+    long = [
+        *TINY,
+        "trainer.max_epochs=8",
+        "trainer.val_check_interval=0.4",
+        "trainer.patience=1000",
+        "dataset.val_size=8",
+        "dataset.test_size=4",
+    ]
     sweep = ForkedZoo("train", *SUBMITIT, *long, "seed=3,4", cwd=work)
     run_dir = wait_for_validation(work / "multirun", time.time() + 300)
     job_pid = json.loads((run_dir / ".zoo.lock").read_text())["pid"]  # the job, not the sweep (it waits)
@@ -65,8 +71,9 @@ def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directo
     """USR2 to the training job: it stops after the step, writes last.ckpt, is recorded as interrupted and requeued;
     the requeued job resumes it and finishes. The requeued job must not compute a new sweep directory."""
     multirun = preempted.parent.parent.parent
-    assert [p.relative_to(multirun) for p in multirun.glob("*/*")] == [preempted.parent.relative_to(multirun)], \
+    assert [p.relative_to(multirun) for p in multirun.glob("*/*")] == [preempted.parent.relative_to(multirun)], (
         "the requeued job ran in another sweep directory"
+    )
     job_logs = "".join(p.read_text() for p in preempted.parent.glob(".submitit/*/*_log.*"))
     assert "zoo: SIGUSR2: stopping after this step, writing last.ckpt" in job_logs
     assert "Requeued job" in job_logs
@@ -90,8 +97,10 @@ def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
     for launcher in ("slurm", "submitit_slurm"):  # zoo's preset, and the plugin's own config
         with pytest.raises(CompositionError) as error:
             check_composition(["-m", f"hydra/launcher={launcher}", "seed=1,2"])
-        assert str(error.value) == (f"hydra/launcher={launcher} needs the Hydra launcher plugin "
-                                    "hydra-submitit-launcher, which is not installed: pip install 'zoo[slurm]'")
+        assert str(error.value) == (
+            f"hydra/launcher={launcher} needs the Hydra launcher plugin "
+            "hydra-submitit-launcher, which is not installed: pip install 'zoo[slurm]'"
+        )
 
 
 def test_an_interruption_crosses_process_boundaries():
@@ -103,5 +112,12 @@ def test_an_interruption_crosses_process_boundaries():
     stop = RunInterrupted(2, "test", 328, saved=True, trained=True)
     stop.run_dir = "multirun/x/2"
     back = pickle.loads(pickle.dumps(stop))
-    assert (back.signum, back.phase, back.step, back.saved, back.trained, back.run_dir, str(back)) == \
-        (2, "test", 328, True, True, "multirun/x/2", str(stop))
+    assert (back.signum, back.phase, back.step, back.saved, back.trained, back.run_dir, str(back)) == (
+        2,
+        "test",
+        328,
+        True,
+        True,
+        "multirun/x/2",
+        str(stop),
+    )

@@ -1,10 +1,11 @@
 """The loggers of a run: nothing leaves the machine unless a user says so; optional trackers say what to install."""
+
 import importlib.util
 import json
 
 import pytest
-
 from conftest import TINY, fork_zoo
+
 from zoo.errors import ZooError
 from zoo.training.loggers import check_tracker_packages, wandb_mode
 

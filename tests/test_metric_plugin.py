@@ -1,4 +1,5 @@
 """A user's metric plugin, written as the README shows, is reported, monitored and compared with no other change."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import shlex
 
 import pytest
 import torch
-
 from conftest import ROOT, TINY, fork_zoo
 
 README = (ROOT / "README.md").read_text()
@@ -41,8 +41,12 @@ def test_ter_plugin_drives_checkpoints_early_stopping_summary_and_compare(tmp_pa
     watched = {key.split("{")[0]: key for key in states}
     assert "'monitor': 'val/ter'" in watched["ModelCheckpoint"] and "'mode': 'min'" in watched["ModelCheckpoint"]
     assert "'monitor': 'val/ter'" in watched["EarlyStopping"] and "'mode': 'min'" in watched["EarlyStopping"]
-    val_ter = [float(v) for row in (run_dir / "metrics.csv").read_text().splitlines()[1:]
-               for k, v in zip(header, row.split(",")) if k == "val/ter" and v]
+    val_ter = [
+        float(v)
+        for row in (run_dir / "metrics.csv").read_text().splitlines()[1:]
+        for k, v in zip(header, row.split(","))
+        if k == "val/ter" and v
+    ]
     assert summary["best_val"] == min(val_ter), "the best checkpoint is the one with the lowest val/ter"
 
     table = fork_zoo("compare", str(run_dir), "--format", "markdown", cwd=tmp_path).stdout

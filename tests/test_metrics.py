@@ -1,4 +1,5 @@
 """Scoring helpers and the built-in metrics with several references per item."""
+
 import pytest
 
 from zoo import registry

@@ -1,20 +1,23 @@
 """Model assembly: components are wired from the config, and clashes name both sides."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from zoo.contracts import SourceDescription
-from zoo.registry import discovery
 from zoo.model import AssemblyError, Seq2Seq
-from zoo.registry import default_config
+from zoo.registry import default_config, discovery
 
 discovery.discover()
 
 
 def config(encoder="gru", decoder="rnn", attention="additive", posenc="none", **encoder_fields):
     small = {"gru": {"hidden_size": 16}, "transformer": {"d_model": 16, "heads": 2, "ff_dim": 32, "layers": 1}}
-    dec_small = {"rnn": {"hidden_size": 16, "embed_dim": 16}, "transformer": {"d_model": 16, "heads": 2, "ff_dim": 32, "layers": 1}}
+    dec_small = {
+        "rnn": {"hidden_size": 16, "embed_dim": 16},
+        "transformer": {"d_model": 16, "heads": 2, "ff_dim": 32, "layers": 1},
+    }
     return {
         "frontend": default_config("frontend", "tokens", dim=16),
         "posenc": default_config("posenc", posenc),
@@ -25,8 +28,13 @@ def config(encoder="gru", decoder="rnn", attention="additive", posenc="none", **
 
 
 def test_transformer_encoder_scores_with_the_runs_scorer():
-    model = Seq2Seq(config("transformer", "transformer", attention="general"), SourceDescription("tokens", vocab_size=20), 30)
-    assert type(model.encoder.layers[0].self_attn.scorer).__name__ == type(model.decoder.layers[0].self_attn.scorer).__name__
+    model = Seq2Seq(
+        config("transformer", "transformer", attention="general"), SourceDescription("tokens", vocab_size=20), 30
+    )
+    assert (
+        type(model.encoder.layers[0].self_attn.scorer).__name__
+        == type(model.decoder.layers[0].self_attn.scorer).__name__
+    )
     assert "General" in type(model.encoder.layers[0].self_attn.scorer).__name__
 
 
@@ -34,12 +42,16 @@ def test_transformer_encoder_scores_with_the_runs_scorer():
 def test_self_and_cross_attention_may_use_their_own_scorers(encoder, decoder):
     """self_attention scores the encoder's (and a decoder's) self-attention, cross_attention the decoder's attention over the memory."""
     cfg = config(encoder, decoder, attention="dot") | {
-        "self_attention": default_config("attention", "general"), "cross_attention": default_config("attention", "additive"),
+        "self_attention": default_config("attention", "general"),
+        "cross_attention": default_config("attention", "additive"),
     }
     model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
     scorers = {"encoder self": model.encoder.layers[0].self_attn.scorer}
     if decoder == "transformer":
-        scorers |= {"decoder self": model.decoder.layers[0].self_attn.scorer, "cross": model.decoder.layers[0].cross_attn.scorer}
+        scorers |= {
+            "decoder self": model.decoder.layers[0].self_attn.scorer,
+            "cross": model.decoder.layers[0].cross_attn.scorer,
+        }
     else:
         scorers["cross"] = model.decoder.scorer
     names = {use: type(scorer).__name__ for use, scorer in scorers.items()}
@@ -60,8 +72,12 @@ def test_absolute_posenc_is_added_before_a_recurrent_encoder():
 
 def test_component_errors_name_the_other_components():
     with pytest.raises(AssemblyError, match="decoder 'transformer'.*encoder=gru"):
-        Seq2Seq(config(decoder="transformer", attention="location") | {"decoder": default_config(
-            "decoder", "transformer", d_model=16, heads=3)}, SourceDescription("tokens", vocab_size=20), 30)
+        Seq2Seq(
+            config(decoder="transformer", attention="location")
+            | {"decoder": default_config("decoder", "transformer", d_model=16, heads=3)},
+            SourceDescription("tokens", vocab_size=20),
+            30,
+        )
 
 
 def test_mixing_families_both_ways():
@@ -76,7 +92,12 @@ def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
     assert model.frontend.embedding.weight is model.decoder.target.embedding.weight
     assert model.decoder.target.output.weight is model.frontend.embedding.weight
     shared = sum(p.numel() for p in model.parameters())
-    unshared = sum(p.numel() for p in Seq2Seq(config("transformer", "transformer", attention="scaled_dot"), SourceDescription("tokens", vocab_size=25), 25).parameters())
+    unshared = sum(
+        p.numel()
+        for p in Seq2Seq(
+            config("transformer", "transformer", attention="scaled_dot"), SourceDescription("tokens", vocab_size=25), 25
+        ).parameters()
+    )
     assert unshared - shared == 25 * 16
 
 

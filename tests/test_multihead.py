@@ -1,13 +1,13 @@
 """Multi-head attention: fused vs explicit paths, masks, per-head scorer parameters, KV cache, key/value layouts."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from zoo import registry
-
-from zoo.registry import discovery
 from zoo.nn.multihead import MultiHeadAttention
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -26,7 +26,10 @@ def posenc(name: str):
 
 # Key/value layouts: multi-head, grouped-query (2 groups), multi-query, latent (MLA), a latent decompressed into shared heads.
 LAYOUTS = {
-    "mha": {}, "gqa": {"kv_heads": 2}, "mqa": {"kv_heads": 1}, "mla": {"kv_latent_dim": 6},
+    "mha": {},
+    "gqa": {"kv_heads": 2},
+    "mqa": {"kv_heads": 1},
+    "mla": {"kv_latent_dim": 6},
     "mla+gqa": {"kv_latent_dim": 6, "kv_heads": 2},
 }
 
@@ -43,7 +46,17 @@ def nbytes(cache: dict) -> int:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize(
     "case",
-    ["plain", "padding", "causal", "causal+padding", "alibi", "relative+causal+padding", "rotary", "cross", "fully-padded-row"],
+    [
+        "plain",
+        "padding",
+        "causal",
+        "causal+padding",
+        "alibi",
+        "relative+causal+padding",
+        "rotary",
+        "cross",
+        "fully-padded-row",
+    ],
 )
 def test_fused_path_matches_explicit_path(case, layout):
     torch.manual_seed(1)
@@ -166,7 +179,9 @@ def count_prepare_keys(attention: MultiHeadAttention) -> list[torch.Size]:
         calls.append(k.shape)
         return prepare(k)
 
-    attention.scorer.prepare_keys = counted  # an instance attribute, so self.prepare_keys inside the scorer finds it too
+    attention.scorer.prepare_keys = (
+        counted  # an instance attribute, so self.prepare_keys inside the scorer finds it too
+    )
     return calls
 
 
@@ -207,8 +222,12 @@ def test_default_layout_is_torch_multi_head_attention():
     attention = mha(kv_heads=H)
     shapes = {name: tuple(p.shape) for name, p in attention.named_parameters()}
     assert shapes == {
-        "q_proj.weight": (D, D), "q_proj.bias": (D,), "kv_proj.weight": (2 * D, D), "kv_proj.bias": (2 * D,),
-        "out_proj.weight": (D, D), "out_proj.bias": (D,),
+        "q_proj.weight": (D, D),
+        "q_proj.bias": (D,),
+        "kv_proj.weight": (2 * D, D),
+        "kv_proj.bias": (2 * D,),
+        "out_proj.weight": (D, D),
+        "out_proj.bias": (D,),
     }
     reference = torch.nn.MultiheadAttention(D, H, batch_first=True).eval()
     with torch.no_grad():
@@ -248,7 +267,9 @@ def test_parameter_free_attention_mixes_the_vectors_themselves():
     x = torch.randn(B, T, D)
     out, _ = attention(x, key_mask=SELF_MASK)
     heads = x.unflatten(-1, (H, D // H)).transpose(1, 2)  # (B, H, T, d)
-    scores = (heads @ heads.transpose(-1, -2) / (D // H) ** 0.5).masked_fill(~SELF_MASK[:, None, None, :], float("-inf"))
+    scores = (heads @ heads.transpose(-1, -2) / (D // H) ** 0.5).masked_fill(
+        ~SELF_MASK[:, None, None, :], float("-inf")
+    )
     expected = (scores.softmax(-1) @ heads).transpose(1, 2).reshape(B, T, D)
     assert (out - expected).abs().max().item() <= TOL
 

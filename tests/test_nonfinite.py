@@ -1,5 +1,6 @@
 """A run whose loss or weights turn NaN, or whose loss diverges, stops at that step, says why, and writes no checkpoint
 from the bad weights (the ones written before stay): every step's loss, the last step's update, validation's loss."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import re
 import textwrap
 
 import torch
-
 from conftest import TINY, run_zoo
 
 # A test-only decoder: the rnn decoder, broken on purpose from one training step on, deterministically.
@@ -74,9 +74,15 @@ def error_lines(stderr: str) -> list[str]:
 def failed_training(tmp_path, *overrides: str):
     """A tiny run that must fail: one error line naming the options to change, a failed summary."""
     run_dir = tmp_path / "run"
-    proc = run_zoo("train", *TINY, *overrides,
-                   "trainer.val_check_interval=2",  # validation, so maybe a checkpoint, after steps 2 and 4 of 5
-                   f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    proc = run_zoo(
+        "train",
+        *TINY,
+        *overrides,
+        "trainer.val_check_interval=2",  # validation, so maybe a checkpoint, after steps 2 and 4 of 5
+        f"hydra.run.dir={run_dir}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     (line,) = error_lines(proc.stderr)
@@ -128,9 +134,12 @@ def test_a_last_step_whose_update_diverges_writes_no_checkpoint(tmp_path):
     """Step 4, the last, leaves finite weights that give a loss of about 1e30: no step follows whose loss would
     show it, yet last.ckpt (due after the last step) is refused, and the one of step 4's validation stays."""
     run_dir, line, summary = train_with_breaking_decoder(tmp_path, "decoder.what=update", "decoder.at=4")
-    assert re.match(r"zoo: error: training loss is \S+, over 10x chance level \(\S+: 10 x ln of \d+ target tokens\), "
-                    r"so training diverged on the batch of step 4 after its update \(epoch 0\); "
-                    r"the checkpoint is not written, the last checkpoint, from step 4, stays in checkpoints/", line)
+    assert re.match(
+        r"zoo: error: training loss is \S+, over 10x chance level \(\S+: 10 x ln of \d+ target tokens\), "
+        r"so training diverged on the batch of step 4 after its update \(epoch 0\); "
+        r"the checkpoint is not written, the last checkpoint, from step 4, stays in checkpoints/",
+        line,
+    )
     assert summary["reason"].startswith("LossDivergedError: ")
     assert checkpoint_steps(run_dir)["last.ckpt"] == 4
 
@@ -138,8 +147,10 @@ def test_a_last_step_whose_update_diverges_writes_no_checkpoint(tmp_path):
 def test_a_nan_validation_loss_stops_the_run_before_its_checkpoints(tmp_path):
     """Finite in training, NaN in evaluation after step 3: the validation at step 4 fails, writing nothing."""
     run_dir, line, summary = train_with_breaking_decoder(tmp_path, "decoder.what=outputs", "decoder.at=3")
-    assert line.startswith("zoo: error: validation loss is nan at step 4 (epoch 0): the model's outputs hold nan/inf; "
-                           "no checkpoint is written for it, the last checkpoint, from step 2, stays in checkpoints/")
+    assert line.startswith(
+        "zoo: error: validation loss is nan at step 4 (epoch 0): the model's outputs hold nan/inf; "
+        "no checkpoint is written for it, the last checkpoint, from step 2, stays in checkpoints/"
+    )
     assert summary["reason"].startswith("NonFiniteLossError: ")
     assert [v["step"] for v in summary["validations"]] == [2]
     assert checkpoint_steps(run_dir) == {"best.ckpt": 2, "last.ckpt": 2}
@@ -149,8 +160,11 @@ def test_a_finite_loss_far_above_chance_is_divergence(tmp_path):
     """lr 1e6 takes the loss from chance level (about 6.8) to about 1e5 in one step: stopped there, before its
     update, though every value is finite."""
     run_dir, line, summary = failed_training(tmp_path, "optim.lr=1e6")
-    assert re.match(r"zoo: error: training loss is \S+, over 10x chance level .* so training diverged at step 1 "
-                    r"\(epoch 0\); stopped before this step updated the weights, no checkpoint had been written yet", line)
+    assert re.match(
+        r"zoo: error: training loss is \S+, over 10x chance level .* so training diverged at step 1 "
+        r"\(epoch 0\); stopped before this step updated the weights, no checkpoint had been written yet",
+        line,
+    )
     assert "optim.lr=1e+06" in line
     assert summary["reason"].startswith("LossDivergedError: ")
     assert checkpoint_steps(run_dir) == {}

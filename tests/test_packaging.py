@@ -1,6 +1,7 @@
 """The project builds as a normal wheel that ships the built-in plugins as `zoo_plugins` and the Hydra
 configs as `zoo.conf`, and that wheel works on its own: installed into a fresh virtual environment
 and run from a folder outside the checkout."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,22 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, TINY, fork_zoo
 from omegaconf import OmegaConf
 
-from conftest import ROOT, TINY, fork_zoo
-
 # What a fresh clone would not hold: build leftovers, local environments and run outputs.
-NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "outputs", "multirun", "wandb", ".pytest_cache")
+NOT_SOURCE = (
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "outputs",
+    "multirun",
+    "wandb",
+    ".pytest_cache",
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +80,9 @@ def installed(wheel, tmp_path_factory) -> Path:
     )
     own = natural_sys_path(python)
     dependencies = [p for p in natural_sys_path(sys.executable) if p not in own and not in_checkout(p)]
-    site_packages = next(p for p in own if p.endswith("site-packages") and Path(p).resolve().is_relative_to(venv.resolve()))
+    site_packages = next(
+        p for p in own if p.endswith("site-packages") and Path(p).resolve().is_relative_to(venv.resolve())
+    )
     Path(site_packages, "zz_zoo_test_dependencies.pth").write_text("".join(f"{p}\n" for p in dependencies))
     return venv
 
@@ -83,7 +96,9 @@ def run_installed(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProc
         [str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, capture_output=True, text=True, env=env, timeout=600
     )
     if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc
 
 
@@ -108,7 +123,9 @@ def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
     assert "zoo/conf/config.yaml" in names
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     # hydra_plugins: the namespace Hydra finds sweepers in (zoo's Optuna sweeper, hydra/sweeper=optuna)
-    assert top_level == {"zoo", "zoo_plugins", "hydra_plugins"}, "no generic top-level 'plugins' or 'conf' module may be installed"
+    assert top_level == {"zoo", "zoo_plugins", "hydra_plugins"}, (
+        "no generic top-level 'plugins' or 'conf' module may be installed"
+    )
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[zoo.plugins]" in text and "builtin = zoo_plugins" in text
@@ -140,8 +157,16 @@ def test_installed_zoo_lists_the_same_components_as_the_checkout(installed, outs
 def test_installed_zoo_composes_and_trains_outside_the_checkout(installed, outside):
     """The Hydra configs come from the wheel's zoo.conf (there is no conf/ here to fall back on)."""
     run_dir = outside / "run"
-    run_installed(installed, "zoo", "train", *TINY, "dataset.val_size=8", "dataset.test_size=4", f"hydra.run.dir={run_dir}",
-                  cwd=outside)
+    run_installed(
+        installed,
+        "zoo",
+        "train",
+        *TINY,
+        "dataset.val_size=8",
+        "dataset.test_size=4",
+        f"hydra.run.dir={run_dir}",
+        cwd=outside,
+    )
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary  # a finished run
     assert not (outside / "outputs").exists(), "hydra.run.dir was ignored"

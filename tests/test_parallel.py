@@ -1,14 +1,14 @@
 """The ``parallel`` dataset: Multi30k-style files (plain or .gz) and TSV files, with clear errors."""
+
 import gzip
 import logging
 
 import pytest
+from zoo_plugins.datasets.parallel import CorpusError
 
 from zoo import registry
 from zoo.config.checks import ConfigError
-
 from zoo.registry import discovery
-from zoo_plugins.datasets.parallel import CorpusError
 
 discovery.discover()
 
@@ -34,7 +34,10 @@ def corpus(folder, compress=False):
 
 def tsv_corpus(folder, rows=None):
     for split in DE:
-        write(folder / f"{split}.tsv", rows if rows and split == "train" else [f"{d}\t{e}" for d, e in zip(DE[split], EN[split])])
+        write(
+            folder / f"{split}.tsv",
+            rows if rows and split == "train" else [f"{d}\t{e}" for d, e in zip(DE[split], EN[split])],
+        )
     return folder
 
 
@@ -45,7 +48,9 @@ def pairs(items):
 
 
 def splits(root, **overrides):
-    return registry.build("dataset", registry.default_config("dataset", "parallel", root=str(root), **overrides)).splits()
+    return registry.build(
+        "dataset", registry.default_config("dataset", "parallel", root=str(root), **overrides)
+    ).splits()
 
 
 @pytest.mark.parametrize("compress", [False, True])
@@ -123,10 +128,13 @@ def test_malformed_tsv_line_names_file_and_line(tmp_path):
         splits(tmp_path)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"format": "csv"}, "format='csv' must be one of: auto, files, tsv"),
-    ({"limit": -1}, "limit=-1 must be >= 0; 0 keeps every pair"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"format": "csv"}, "format='csv' must be one of: auto, files, tsv"),
+        ({"limit": -1}, "limit=-1 must be >= 0; 0 keeps every pair"),
+    ],
+)
 def test_bad_settings(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
         splits(corpus(tmp_path), **overrides)
@@ -146,10 +154,16 @@ def test_a_byte_order_mark_is_not_glued_to_the_first_word(tmp_path):
     assert pairs(splits(tmp_path)["train"])[0] == ("ein Hund", "a dog")
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda folder: (folder / "train.de").write_bytes("ein Hund\nMänner\n".encode("latin-1")), "train.de is not UTF-8 text"),
-    (lambda folder: (folder / "train.de").write_bytes(b"\x00\x01\x02binary\x00\n"), "train.de holds NUL bytes"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda folder: (folder / "train.de").write_bytes("ein Hund\nMänner\n".encode("latin-1")),
+            "train.de is not UTF-8 text",
+        ),
+        (lambda folder: (folder / "train.de").write_bytes(b"\x00\x01\x02binary\x00\n"), "train.de holds NUL bytes"),
+    ],
+)
 def test_text_that_is_not_utf8_is_one_line_naming_the_file(tmp_path, damage, message):
     corpus(tmp_path)
     damage(tmp_path)

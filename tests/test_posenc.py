@@ -1,16 +1,16 @@
 """Positional encodings: offsets, values, limits and the relative hooks."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
-
-from zoo import registry
-
-from zoo.registry import discovery
 from zoo_plugins.posenc.alibi import alibi_slopes
 from zoo_plugins.posenc.relative import relative_bucket
+
+from zoo import registry
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -27,7 +27,12 @@ def build(name: str, **overrides):
 
 def test_relative_flags():
     assert {n: registry.get("posenc", n).cls.relative for n in ALL} == {
-        "none": False, "sinusoidal": False, "learned": False, "rotary": True, "alibi": True, "relative": True,
+        "none": False,
+        "sinusoidal": False,
+        "learned": False,
+        "rotary": True,
+        "alibi": True,
+        "relative": True,
     }
 
 
@@ -93,7 +98,7 @@ def test_rotary_needs_an_even_head_size_and_the_built_one():
 
 
 def test_alibi_slopes_follow_press_et_al():
-    assert torch.allclose(alibi_slopes(8), torch.tensor([2.0 ** -i for i in range(1, 9)]))
+    assert torch.allclose(alibi_slopes(8), torch.tensor([2.0**-i for i in range(1, 9)]))
     assert torch.allclose(alibi_slopes(4), torch.tensor([2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8]))
     # 6 heads: the 4 slopes of 4 heads, then every other slope of 8 heads.
     assert torch.allclose(alibi_slopes(6), torch.tensor([2.0**-2, 2.0**-4, 2.0**-6, 2.0**-8, 2.0**-1, 2.0**-3]))

@@ -1,13 +1,14 @@
 """Using a finished run from its directory alone, through its task."""
+
 import copy
 import shutil
 
 import pytest
 import torch
-
-import zoo
 from battery import zoo_process
 from test_bad_inputs_inference import CAPTION_TINY, png, train
+
+import zoo
 from zoo.contracts.task import TaskError
 from zoo.inference import InputError, Predictor, RunLoadError
 from zoo.inference.checkpoints import mismatch
@@ -45,13 +46,18 @@ def test_sources_that_share_their_start_get_their_own_attention_folders(trained_
     start = "the old man sees the small dog near the river and"
     first, second = predictor.attention_dir(start + " smiles"), predictor.attention_dir(start + " laughs")
     assert first != second and first.parent == second.parent == trained_run / "attention"
-    assert predictor.attention_dir("the dog sees the cat").name == "the_dog_sees_the_cat", "short sources keep a readable name"
+    assert predictor.attention_dir("the dog sees the cat").name == "the_dog_sees_the_cat", (
+        "short sources keep a readable name"
+    )
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda data: b"", r"is empty \(0 bytes\)"),
-    (lambda data: data[: len(data) // 3], r"cannot be loaded \(RuntimeError"),  # a write cut off part-way
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda data: b"", r"is empty \(0 bytes\)"),
+        (lambda data: data[: len(data) // 3], r"cannot be loaded \(RuntimeError"),  # a write cut off part-way
+    ],
+)
 def test_an_empty_or_truncated_checkpoint_is_one_clear_error(trained_run, tmp_path, damage, message):
     run = tmp_path / "run"
     shutil.copytree(trained_run, run)

@@ -6,6 +6,7 @@ the components the preset leaves at their defaults (a preset that sets its own m
 Presets that sweep (``hydra.sweeper.params``) run in tests/test_presets_sweeps.py, so that pytest-xdist
 can run the two files side by side.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -14,9 +15,9 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, fork_zoo
 from omegaconf import DictConfig, OmegaConf
 
-from conftest import ROOT, fork_zoo
 from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import GROUP_KINDS
@@ -56,10 +57,18 @@ DEFAULT_CHOICES = {kind.name: kind.default for kind in GROUP_KINDS}
 def base_paths(path: Path, entries: list) -> list[Path]:
     """The files a preset builds on: plain names in its defaults list (``multi30k``, ``/experiment/multi30k``)
     and the model recipe it chooses (``override /model: transformer``)."""
-    named = [CONF / f"{entry[1:]}.yaml" if entry.startswith("/") else path.parent / f"{entry}.yaml"
-             for entry in entries if isinstance(entry, str) and entry != "_self_"]
-    recipes = [CONF / "model" / f"{choice}.yaml" for entry in entries if isinstance(entry, dict)
-               for key, choice in entry.items() if key.removeprefix("override ").strip("/ ") == "model"]
+    named = [
+        CONF / f"{entry[1:]}.yaml" if entry.startswith("/") else path.parent / f"{entry}.yaml"
+        for entry in entries
+        if isinstance(entry, str) and entry != "_self_"
+    ]
+    recipes = [
+        CONF / "model" / f"{choice}.yaml"
+        for entry in entries
+        if isinstance(entry, dict)
+        for key, choice in entry.items()
+        if key.removeprefix("override ").strip("/ ") == "model"
+    ]
     return [*recipes, *named]
 
 
@@ -69,7 +78,9 @@ def load_preset(path: Path) -> dict:
     entries = preset.get("defaults", [])
     bases = [load_preset(base) for base in base_paths(path, entries)]
     merged = OmegaConf.to_container(OmegaConf.merge(*bases, preset)) if bases else preset
-    merged["defaults"] = [d for base in bases for d in base.get("defaults", [])] + [d for d in entries if isinstance(d, dict)]
+    merged["defaults"] = [d for base in bases for d in base.get("defaults", [])] + [
+        d for d in entries if isinstance(d, dict)
+    ]
     return merged
 
 
@@ -112,11 +123,16 @@ def shrinking_overrides(preset: dict) -> list[str]:
 
 # Made-up German/English sentence pairs, combined from a few phrases, gzipped as Multi30k ships them.
 SUBJECTS = [
-    ("ein Hund", "a dog"), ("eine Frau", "a woman"), ("zwei Männer", "two men"),
-    ("ein kleines Mädchen", "a little girl"), ("ein älterer Mann", "an older man"),
+    ("ein Hund", "a dog"),
+    ("eine Frau", "a woman"),
+    ("zwei Männer", "two men"),
+    ("ein kleines Mädchen", "a little girl"),
+    ("ein älterer Mann", "an older man"),
 ]
 ACTIONS = [
-    ("läuft über", "runs across"), ("sitzt auf", "sits on"), ("steht vor", "stands in front of"),
+    ("läuft über", "runs across"),
+    ("sitzt auf", "sits on"),
+    ("steht vor", "stands in front of"),
     ("wartet an", "waits at"),
 ]
 PLACES = [("der Straße", "the street"), ("einer Bank", "a bench"), ("dem Haus", "the house")]
@@ -126,7 +142,9 @@ def tiny_multi30k(folder: Path) -> None:
     """Write train/val/test_2016_flickr .de/.en.gz files with a few dozen line-aligned pairs."""
     pairs = [
         (f"{sd} {ad} {pd} .", f"{se.capitalize()} {ae} {pe} .")
-        for sd, se in SUBJECTS for ad, ae in ACTIONS for pd, pe in PLACES
+        for sd, se in SUBJECTS
+        for ad, ae in ACTIONS
+        for pd, pe in PLACES
     ]
     random.Random(0).shuffle(pairs)  # 60 pairs; every split mixes all phrases
     splits = {"train": pairs[:52], "val": pairs[52:57], "test_2016_flickr": pairs[57:]}
@@ -148,8 +166,13 @@ def tiny_karpathy(split_file: Path, images: Path) -> None:
         name, rgb = list(colours.items())[k % 3]
         Image.new("RGB", (40, 30), rgb).save(images / f"{k}.jpg")
         captions = [f"a {name} picture", f"the picture is {name}"]
-        entries.append({"filename": f"{k}.jpg", "split": "train" if k < 8 else "val" if k < 10 else "test",
-                        "sentences": [{"raw": c, "tokens": c.split()} for c in captions]})
+        entries.append(
+            {
+                "filename": f"{k}.jpg",
+                "split": "train" if k < 8 else "val" if k < 10 else "test",
+                "sentences": [{"raw": c, "tokens": c.split()} for c in captions],
+            }
+        )
     split_file.write_text(json.dumps({"dataset": "tiny", "images": entries}))
 
 

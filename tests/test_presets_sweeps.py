@@ -1,6 +1,7 @@
 """Every experiment preset that sweeps (``hydra.sweeper.params``) runs its whole sweep, one tiny job per
 combination, as ``zoo train -m experiment=NAME`` would, and every model recipe trains a few batches in one
 sweep per dataset (``zoo train -m model=a,b,...``); shrinking and data as in tests/test_presets.py."""
+
 from __future__ import annotations
 
 import copy
@@ -8,9 +9,9 @@ import math
 from pathlib import Path
 
 import pytest
-
 from conftest import fork_zoo
 from test_presets import CONF, DEFAULT_CHOICES, PRESETS, RECIPES, check_run, load_preset, prepare, sweep_params
+
 from zoo.registry.discovery import discover
 
 
@@ -23,10 +24,17 @@ def without_seeds(preset: dict) -> dict:
 
 # A preset that sweeps only recipes (and seeds) trains what test_model_recipes_train trains already; one that
 # is another preset plus seeds (compare_posenc: posenc_length over 3 seeds) trains what that one trains.
-SWEEPING = [p for p in PRESETS if sweep_params(load_preset(p)) and set(sweep_params(load_preset(p))) - {"model", "seed"}]
-SEEDED_COPIES = {p: q for p in SWEEPING for q in SWEEPING
-                 if "seed" in sweep_params(load_preset(p)) and "seed" not in sweep_params(load_preset(q))
-                 and without_seeds(load_preset(p)) == without_seeds(load_preset(q))}
+SWEEPING = [
+    p for p in PRESETS if sweep_params(load_preset(p)) and set(sweep_params(load_preset(p))) - {"model", "seed"}
+]
+SEEDED_COPIES = {
+    p: q
+    for p in SWEEPING
+    for q in SWEEPING
+    if "seed" in sweep_params(load_preset(p))
+    and "seed" not in sweep_params(load_preset(q))
+    and without_seeds(load_preset(p)) == without_seeds(load_preset(q))
+}
 SWEEPS = [p for p in SWEEPING if p not in SEEDED_COPIES]
 
 

@@ -1,11 +1,12 @@
 """The ``pretrained`` frontend: EfficientNet-Lite0's grid as a sequence, frozen by default, its real weights, its errors."""
+
 import subprocess
 import sys
 
 import pytest
 import torch
-
 import zoo_plugins.frontends.pretrained as pretrained
+
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.contracts import SourceDescription
@@ -70,12 +71,16 @@ def test_frozen_by_default(frozen, images):
 
 def test_finetune_blocks_unfreezes_the_last_block_and_head(images):
     tuned = frontend(finetune_blocks=1).train()
+
     def owner(name):  # "_blocks.15._bn2.weight" -> "_blocks.15", "_bn1.bias" -> "_bn1"
         parts = name.split(".")
         return ".".join(parts[:2]) if parts[0] == "_blocks" else parts[0]
 
     assert {owner(name) for name, p in tuned.backbone.named_parameters() if p.requires_grad} == {
-        "_blocks.15", "_conv_head", "_bn1"}
+        "_blocks.15",
+        "_conv_head",
+        "_bn1",
+    }
     assert all(p.requires_grad for p in tuned.backbone._blocks[15].parameters())
     assert len(tuned.backbone._blocks) == pretrained.BLOCKS == 16
     assert not any(m.training for m in tuned.backbone.modules())  # BatchNorm statistics stay ImageNet's
@@ -108,8 +113,10 @@ def test_config_checks():
 def test_missing_extra_is_one_line(monkeypatch):
     cfg = pretrained.PretrainedFrontend.Config(dim=D)
     monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)  # as if not installed
-    for attempt in (lambda: registry.default_config("frontend", "pretrained"),
-                    lambda: pretrained.PretrainedFrontend(cfg, source=SOURCE)):
+    for attempt in (
+        lambda: registry.default_config("frontend", "pretrained"),
+        lambda: pretrained.PretrainedFrontend(cfg, source=SOURCE),
+    ):
         with pytest.raises(pretrained.MissingExtraError) as error:
             attempt()
         message = str(error.value)
@@ -129,12 +136,15 @@ def test_registered_and_importable_without_the_extra():
     assert out.startswith("EfficientNet-Lite0")
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing", "is missing"),
-    ("garbage", "cannot be read"),
-    ("tampered", "is corrupt"),
-    ("foreign", "does not hold efficientnet-lite0 weights"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing", "is missing"),
+        ("garbage", "cannot be read"),
+        ("tampered", "is corrupt"),
+        ("foreign", "does not hold efficientnet-lite0 weights"),
+    ],
+)
 def test_bad_weights_file_is_one_line(monkeypatch, tmp_path, case, expected):
     path = tmp_path / {"tampered": "efficientnet-lite0-57934424.pth"}.get(case, "weights.pth")
     if case in ("garbage", "tampered"):

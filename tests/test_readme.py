@@ -1,4 +1,5 @@
 """The README's commands and its plugin example work as written."""
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,9 @@ def test_write_a_plugin_example_works_verbatim(tmp_path: Path):
     env = {**os.environ, "PATH": f"{zoo_bin}{os.pathsep}{os.environ['PATH']}", "WANDB_MODE": "offline"}
     outputs = []
     for line in commands.strip().splitlines():
-        line = line.split("  #")[0] + " hydra.run.dir=run trainer.enable_progress_bar=false" if " train " in line else line
+        line = (
+            line.split("  #")[0] + " hydra.run.dir=run trainer.enable_progress_bar=false" if " train " in line else line
+        )
         proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         outputs.append(proc.stdout)

@@ -1,4 +1,5 @@
 """A run's record while it goes: atomic summary writes, the configuration key, running/failed states."""
+
 import json
 
 from omegaconf import OmegaConf
@@ -14,10 +15,19 @@ def test_atomic_write_leaves_only_the_file(tmp_path):
 
 
 def test_config_key_ignores_seed_and_logging_but_not_the_model():
-    base = {"seed": 1, "encoder": {"name": "gru"}, "logger": {"wandb": False},
-            "trainer": {"max_epochs": 6, "enable_progress_bar": True}}
+    base = {
+        "seed": 1,
+        "encoder": {"name": "gru"},
+        "logger": {"wandb": False},
+        "trainer": {"max_epochs": 6, "enable_progress_bar": True},
+    }
     key = config_key(OmegaConf.create(base))
-    reseeded = {**base, "seed": 2, "logger": {"wandb": True}, "trainer": {"max_epochs": 6, "enable_progress_bar": False}}
+    reseeded = {
+        **base,
+        "seed": 2,
+        "logger": {"wandb": True},
+        "trainer": {"max_epochs": 6, "enable_progress_bar": False},
+    }
     assert config_key(OmegaConf.create(reseeded)) == key
     assert config_key(OmegaConf.create({**base, "encoder": {"name": "lstm"}})) != key
     assert config_key(OmegaConf.create({**base, "trainer": {"max_epochs": 7, "enable_progress_bar": True}})) != key
@@ -26,8 +36,12 @@ def test_config_key_ignores_seed_and_logging_but_not_the_model():
 def test_a_run_is_running_then_failed_with_its_reason(tmp_path):
     record = RunRecord(tmp_path, {"seed": 3}, writes=True)
     record.start()
-    assert json.loads((tmp_path / "summary.json").read_text()) == {"seed": 3, "status": "running", "latest_val": {},
-                                                                   "validations": []}
+    assert json.loads((tmp_path / "summary.json").read_text()) == {
+        "seed": 3,
+        "status": "running",
+        "latest_val": {},
+        "validations": [],
+    }
     record.fail(ValueError("bad things\nand more"))
     assert json.loads((tmp_path / "summary.json").read_text())["reason"] == "ValueError: bad things"
 
@@ -40,9 +54,19 @@ def test_a_rank_that_does_not_write_records_nothing(tmp_path):
 def test_a_resumed_record_adds_up_its_segments_and_names_a_killed_one(tmp_path):
     """Training seconds add up over segments and the peak is the largest; a segment still `running` in the
     summary was killed (its seconds are the ones recorded at its last validation)."""
-    previous = {"status": "running", "segments": [
-        {"from_step": 0, "to_step": 7, "train_seconds": 10.0, "peak_memory_mb": 500.0, "ended": "interrupted during test"},
-        {"from_step": 7, "to_step": 9, "train_seconds": 3.5, "peak_memory_mb": 800.0, "ended": "running"}]}
+    previous = {
+        "status": "running",
+        "segments": [
+            {
+                "from_step": 0,
+                "to_step": 7,
+                "train_seconds": 10.0,
+                "peak_memory_mb": 500.0,
+                "ended": "interrupted during test",
+            },
+            {"from_step": 7, "to_step": 9, "train_seconds": 3.5, "peak_memory_mb": 800.0, "ended": "running"},
+        ],
+    }
     record = RunRecord(tmp_path, {}, writes=True)
     record.resume_from(previous, 9)
     record.start()

@@ -1,4 +1,5 @@
 """The comparison report (one offline HTML file) and the live dashboard, checked as a user sees them."""
+
 from __future__ import annotations
 
 import json
@@ -12,30 +13,56 @@ from pathlib import Path
 from zoo.report.compare import write_report
 from zoo.report.html import pareto_front
 
-SENTENCES = ["the dog sees a cat near the old tower", "a small bird sings in the green garden",
-             "two old men walk along the quiet river", "the red fox jumps over a lazy brown dog"]
+SENTENCES = [
+    "the dog sees a cat near the old tower",
+    "a small bird sings in the green garden",
+    "two old men walk along the quiet river",
+    "the red fox jumps over a lazy brown dog",
+]
 
 
 def fake_run(folder: Path, attention: str, seed: int, bleu: float, status: str = "finished") -> None:
     """A run directory as zoo writes it: summary with validations, per-item test outputs."""
     folder.mkdir(parents=True)
     summary = {
-        "schema_version": 1, "status": status, "task": "translation", "monitor": "bleu", "seed": seed,
-        "config_key": f"key-{attention}", "overrides": [f"attention={attention}", f"seed={seed}"],
+        "schema_version": 1,
+        "status": status,
+        "task": "translation",
+        "monitor": "bleu",
+        "seed": seed,
+        "config_key": f"key-{attention}",
+        "overrides": [f"attention={attention}", f"seed={seed}"],
         "components": {"attention": {"name": attention}, "encoder": {"name": "gru"}, "dataset": {"name": "synthetic"}},
-        "latest_val": {"bleu": bleu - 1}, "epoch": 1, "step": 20, "max_epochs": 6,
-        "validations": [{"epoch": e, "step": 10 * (e + 1), "seconds": 5.0 * (e + 1), "bleu": bleu * (e + 1) / 3}
-                        for e in range(3)],
+        "latest_val": {"bleu": bleu - 1},
+        "epoch": 1,
+        "step": 20,
+        "max_epochs": 6,
+        "validations": [
+            {"epoch": e, "step": 10 * (e + 1), "seconds": 5.0 * (e + 1), "bleu": bleu * (e + 1) / 3} for e in range(3)
+        ],
     }
     if status == "finished":
         summary |= {
             "test": {"bleu": {"score": bleu, "higher_is_better": True, "signature": "nrefs:1|tok:13a|version:2.6.0"}},
-            "breakdowns": {"bleu_by_length": {"1-10": {"bleu": bleu + 5, "count": 2}, "11-20": {"bleu": bleu - 5, "count": 2}}},
-            "parameters": {"trainable": 1000 * (2 + len(attention)), "frozen": 0}, "train_seconds": 10.0 + seed,
-            "tokens_per_second": 500.0, "peak_memory_mb": 400.0, "latency_ms": {"greedy": 3.0, "beam": 9.0},
+            "breakdowns": {
+                "bleu_by_length": {"1-10": {"bleu": bleu + 5, "count": 2}, "11-20": {"bleu": bleu - 5, "count": 2}}
+            },
+            "parameters": {"trainable": 1000 * (2 + len(attention)), "frozen": 0},
+            "train_seconds": 10.0 + seed,
+            "tokens_per_second": 500.0,
+            "peak_memory_mb": 400.0,
+            "latency_ms": {"greedy": 3.0, "beam": 9.0},
         }
-        rows = [{"id": f"test-{k}", "source": s, "hypothesis": s if k % 2 else s.upper(), "references": [s],
-                 "scores": {"bleu": 100.0 if k % 2 else 0.0}} for k, s in enumerate(SENTENCES)]
+        rows = [
+            {
+                "id": f"test-{k}",
+                "source": s,
+                "hypothesis": s if k % 2 else s.upper(),
+                "references": [s],
+                "scores": {"bleu": 100.0 if k % 2 else 0.0},
+            }
+            for k, s in enumerate(SENTENCES)
+        ]
         (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (folder / "summary.json").write_text(json.dumps(summary))
 
@@ -78,8 +105,13 @@ def test_dashboard_shows_a_run_as_running_then_finished(tmp_path):
     runs = tmp_path / "runs"
     fake_run(runs / "a", "additive", 1, 40.0)
     fake_run(runs / "b", "dot", 1, 30.0, status="running")
-    server = subprocess.Popen([sys.executable, "-m", "zoo.cli", "dashboard", str(runs), "--port", "0"],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "zoo.cli", "dashboard", str(runs), "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = re.search(r"http://\S+", server.stdout.readline()).group(0)
         assert url.startswith("http://127.0.0.1:")

@@ -1,4 +1,5 @@
 """The reservoir computing core: weights, the leaky update, padding, ridge readout, Mackey-Glass."""
+
 from __future__ import annotations
 
 import pytest

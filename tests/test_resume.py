@@ -4,6 +4,7 @@ Every run here is tiny (the smoke experiment: 5 training batches an epoch). The 
 trained straight through with one stopped in the middle of an epoch and resumed: same batches, learning
 rates, random draws, weights, metrics.csv and learning curve.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,15 +19,19 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import TINY, run_zoo
-
 
 
 def run_args(max_steps: int = 15) -> list[str]:
     """3 epochs of 5 batches; a validation every 2 batches and at each epoch's end; a learning rate that moves."""
-    return [*TINY, "trainer.max_epochs=3", f"trainer.max_steps={max_steps}", "trainer.val_check_interval=0.4",
-            "trainer.log_every_n_steps=1", "optim.warmup_steps=2"]
+    return [
+        *TINY,
+        "trainer.max_epochs=3",
+        f"trainer.max_steps={max_steps}",
+        "trainer.val_check_interval=0.4",
+        "trainer.log_every_n_steps=1",
+        "optim.warmup_steps=2",
+    ]
 
 
 RUN = run_args()
@@ -86,8 +91,14 @@ def run_stopped(tmp_path: Path, run_dir: Path, stop_at: int, signame: str = "SIG
     script = tmp_path / "self_signal.py"
     script.write_text(SELF_SIGNAL)
     env = {**os.environ, "STOP_AT": str(stop_at), "SIGNAL": signame, "WANDB_MODE": "offline"}
-    return subprocess.run([sys.executable, str(script), *RUN, f"hydra.run.dir={run_dir}"], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, str(script), *RUN, f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
@@ -100,8 +111,11 @@ def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
     assert_same_run(straight, run_dir)
 
 
-@pytest.mark.parametrize("stop_at, signame", [(2, "SIGTERM"), (3, "SIGINT"), (9, "SIGTERM")],
-                         ids=["mid-epoch", "ctrl-c-before-a-validation", "last-step-of-an-epoch"])
+@pytest.mark.parametrize(
+    "stop_at, signame",
+    [(2, "SIGTERM"), (3, "SIGINT"), (9, "SIGTERM")],
+    ids=["mid-epoch", "ctrl-c-before-a-validation", "last-step-of-an-epoch"],
+)
 def test_a_signal_writes_last_ckpt_and_a_resume_ends_as_the_straight_run(straight, tmp_path, stop_at, signame):
     run_dir = tmp_path / "run"
     proc = run_stopped(tmp_path, run_dir, stop_at, signame)
@@ -122,8 +136,14 @@ def test_sigterm_from_outside_mid_epoch_then_resume_to_the_end(tmp_path):
     run_dir = tmp_path / "run"
     slow = [*TINY, "trainer.max_epochs=20", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
     env = {**os.environ, "WANDB_MODE": "offline"}
-    proc = subprocess.Popen([sys.executable, "-m", "zoo.cli", "train", *slow, f"hydra.run.dir={run_dir}"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zoo.cli", "train", *slow, f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         try:
@@ -209,7 +229,11 @@ def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text("- experiment=smoke\n- trainer.max_epochs=2\n- hydra.run.dir=x\n")
     assert resume_overrides([f"resume={run}", "trainer.max_epochs=5"]) == [
-        "experiment=smoke", f"resume={run}", "trainer.max_epochs=5", f"hydra.run.dir={run}"]
+        "experiment=smoke",
+        f"resume={run}",
+        "trainer.max_epochs=5",
+        f"hydra.run.dir={run}",
+    ]
     assert resume_overrides(["trainer.max_epochs=5"]) == ["trainer.max_epochs=5"]
     from zoo.errors import ZooError
 
@@ -259,8 +283,14 @@ def test_a_resumed_run_logs_into_the_same_wandb_run(tmp_path):
     script = tmp_path / "self_signal.py"
     script.write_text(SELF_SIGNAL)
     env = {**os.environ, "STOP_AT": "2", "SIGNAL": "SIGTERM", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    stopped = subprocess.run([sys.executable, str(script), *RUN, "logger=wandb", f"hydra.run.dir={run_dir}"],
-                             cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    stopped = subprocess.run(
+        [sys.executable, str(script), *RUN, "logger=wandb", f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
     run_id = summary(run_dir)["wandb_run_id"]
     run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
@@ -276,8 +306,13 @@ def test_a_killed_run_resumes_from_its_timed_checkpoint_at_once(straight, tmp_pa
     script = tmp_path / "self_signal.py"
     script.write_text(SELF_SIGNAL)
     env = {**os.environ, "STOP_AT": "8", "SIGNAL": "SIGKILL", "WANDB_MODE": "offline"}
-    killed = subprocess.run([sys.executable, str(script), *RUN, "trainer.checkpoint_every_minutes=0.000001",
-                             f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    killed = subprocess.run(
+        [sys.executable, str(script), *RUN, "trainer.checkpoint_every_minutes=0.000001", f"hydra.run.dir={run_dir}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert killed.returncode == -signal.SIGKILL
     assert summary(run_dir)["status"] == "running"
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)

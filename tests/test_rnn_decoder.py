@@ -1,12 +1,12 @@
 """The ``rnn`` decoder: both attention styles, every cell, bridge, tying and the cache."""
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from zoo import registry
-
-from zoo.registry import discovery
 from zoo.contracts import BOS, EncoderOutput
+from zoo.registry import discovery
 
 discovery.discover()
 

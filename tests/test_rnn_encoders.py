@@ -1,9 +1,9 @@
 """The ``rnn``, ``gru`` and ``lstm`` encoders: packing, padding, state and sizes."""
+
 import pytest
 import torch
 
 from zoo import registry
-
 from zoo.registry import discovery
 
 discovery.discover()

@@ -7,6 +7,7 @@ refused. The lock dies with its process: a live holder blocks, a killed one does
 without `ZOO_PLUGIN_DIRS`, from the sources copied into the run when the folder is gone, and a plugin
 that cannot be found is one line saying where it came from.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY, ForkedZoo, fork_zoo
 from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
+
 from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
 
 
@@ -85,7 +86,9 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes_th
 
 def test_two_runs_started_into_one_new_folder_one_runs_the_other_is_refused(tmp_path):
     run_dir = tmp_path / "shared"
-    procs = {seed: ForkedZoo("train", *TINY, f"seed={seed}", f"hydra.run.dir={run_dir}", cwd=tmp_path) for seed in (11, 22)}
+    procs = {
+        seed: ForkedZoo("train", *TINY, f"seed={seed}", f"hydra.run.dir={run_dir}", cwd=tmp_path) for seed in (11, 22)
+    }
     results = {seed: proc.wait(check=False) for seed, proc in procs.items()}
     winners = [seed for seed, done in results.items() if done.returncode == 0]
     assert len(winners) == 1, {seed: (done.returncode, done.stderr[-3000:]) for seed, done in results.items()}
@@ -155,7 +158,8 @@ def test_a_live_holder_in_another_process_blocks_and_a_killed_one_does_not(tmp_p
 def test_a_holder_on_another_host_is_named(tmp_path):
     (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": 7, "host": "elsewhere", "started": "then"}))
     assert locked_message(tmp_path, "run directory") == (
-        f"run directory {tmp_path} is being written by process 7 on host elsewhere (started then); choose a new folder")
+        f"run directory {tmp_path} is being written by process 7 on host elsewhere (started then); choose a new folder"
+    )
 
 
 def test_what_a_folder_holds_decides(tmp_path):
@@ -193,8 +197,16 @@ def test_a_run_with_folder_and_package_plugins_is_used_from_anywhere(tmp_path):
     install_distribution(site, "bagenc_zoo", "0.3", PACKAGE_PLUGIN)
     with_package = {"PYTHONPATH": str(site), "ZOO_PLUGIN_DIRS": None}
     run_dir = work / "run"
-    fork_zoo("train", *TINY, "plugin_dirs=[local_plugins]", "attention=negdist", "encoder=bag", "hydra.run.dir=run",
-            cwd=work, env=with_package)
+    fork_zoo(
+        "train",
+        *TINY,
+        "plugin_dirs=[local_plugins]",
+        "attention=negdist",
+        "encoder=bag",
+        "hydra.run.dir=run",
+        cwd=work,
+        env=with_package,
+    )
 
     # What the run recorded: the folder (absolute), its sources, and where every component came from.
     folder = str(work / "local_plugins")

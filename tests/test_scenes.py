@@ -1,13 +1,9 @@
 """The ``scenes`` dataset: seeded images of coloured shapes with captions about count, kind and place."""
+
 import random
 
 import numpy as np
 import pytest
-
-from zoo import registry
-from zoo.config.checks import ConfigError
-from zoo.contracts import ImageSource
-from zoo.registry import discovery
 from zoo_plugins.datasets.scenes import (
     BACKGROUND,
     COLOURS,
@@ -19,6 +15,11 @@ from zoo_plugins.datasets.scenes import (
     random_layout,
     render,
 )
+
+from zoo import registry
+from zoo.config.checks import ConfigError
+from zoo.contracts import ImageSource
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -34,8 +35,10 @@ def splits(**overrides):
 
 
 def pixels_and_captions(data):
-    return {split: [(item.id, item.source.key, item.source.pixels.tobytes(), item.references) for item in items]
-            for split, items in data.items()}
+    return {
+        split: [(item.id, item.source.key, item.source.pixels.tobytes(), item.references) for item in items]
+        for split, items in data.items()
+    }
 
 
 def test_registered_as_an_image_dataset():
@@ -133,8 +136,11 @@ def test_two_groups_are_related_by_their_centres():
 
 
 def test_one_object_between_a_pair():
-    things = [Thing("circle", "red", "small", 1, 0), Thing("square", "blue", "big", 1, 1),
-              Thing("circle", "red", "small", 1, 2)]
+    things = [
+        Thing("circle", "red", "small", 1, 0),
+        Thing("square", "blue", "big", 1, 1),
+        Thing("circle", "red", "small", 1, 2),
+    ]
     captions = describe(things)
     assert captions[0] == "a big blue square between two small red circles"
     assert "two small red circles with a big blue square between them" in captions

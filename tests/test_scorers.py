@@ -1,11 +1,11 @@
 """The attention scorers: each formula against a direct computation, sizes and errors."""
+
 import math
 
 import pytest
 import torch
 
 from zoo import registry
-
 from zoo.registry import discovery
 
 discovery.discover()
@@ -38,9 +38,7 @@ def test_general_is_bilinear_per_head():
     q, k = qk(dq=3, dk=5)
     module = scorer("general", dq=3, dk=5)
     assert module.weight.shape == (H, 3, 5)
-    expected = torch.stack(
-        [q[:, h] @ module.weight[h] @ k[:, h].transpose(-1, -2) for h in range(H)], dim=1
-    )
+    expected = torch.stack([q[:, h] @ module.weight[h] @ k[:, h].transpose(-1, -2) for h in range(H)], dim=1)
     torch.testing.assert_close(module(q, k), expected)
 
 

@@ -1,5 +1,6 @@
 """Equal-budget search (zoo.search): a 2-family x 3-trial search in real subprocesses, stopped by Ctrl-C after
 its first trial and resumed; failed trials; every shipped search preset; the expected-best-of-n math."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import optuna
 import pytest
+from conftest import ROOT, TINY, ForkedZoo, fork_zoo
 from omegaconf import OmegaConf
 
-from conftest import ROOT, TINY, ForkedZoo, fork_zoo
 from zoo.report.runs import find_runs
 from zoo.search import STUDY_FILE
 from zoo.search.expected_max import expected_best
@@ -24,15 +25,26 @@ from zoo.search.sweeper import Search
 # Two families (one study per encoder) of 3 trials, each over the GRU preset's space less the widths TINY fixes,
 # and the best trial of each run again with one seed. Few items to score: each trial's second (the one
 # stopped) trains on TINY's 200 pairs, long enough to be stopped while it trains.
-SEARCH = ["-m", "hydra/sweeper=optuna", "encoder=gru,lstm", "search=gru", *TINY, "dataset.val_size=8",
-          "dataset.test_size=4", "hydra.sweeper.trials=3", "hydra.sweeper.reseed=[1]"]
+SEARCH = [
+    "-m",
+    "hydra/sweeper=optuna",
+    "encoder=gru,lstm",
+    "search=gru",
+    *TINY,
+    "dataset.val_size=8",
+    "dataset.test_size=4",
+    "hydra.sweeper.trials=3",
+    "hydra.sweeper.reseed=[1]",
+]
 FAMILIES = ("encoder=gru", "encoder=lstm")
 
 
 def trial_states(sweep: Path) -> dict[str, list[str]]:
     storage = f"sqlite:///{sweep / STUDY_FILE}"
-    return {name: [t.state.name for t in optuna.load_study(study_name=name, storage=storage).trials]
-            for name in optuna.get_all_study_names(storage)}
+    return {
+        name: [t.state.name for t in optuna.load_study(study_name=name, storage=storage).trials]
+        for name in optuna.get_all_study_names(storage)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +115,21 @@ def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resum
 
 def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = fork_zoo("train", "-m", "hydra/sweeper=optuna", "decoder.dropout=1.5,0.1", "search=gru", *TINY,
-                    "dataset.train_size=64", "dataset.val_size=4", "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]",
-                    f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
+    proc = fork_zoo(
+        "train",
+        "-m",
+        "hydra/sweeper=optuna",
+        "decoder.dropout=1.5,0.1",
+        "search=gru",
+        *TINY,
+        "dataset.train_size=64",
+        "dataset.val_size=4",
+        "hydra.sweeper.trials=2",
+        "hydra.sweeper.reseed=[]",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 1 and "2 job(s) of the sweep failed" in proc.stderr
     assert trial_states(sweep) == {"decoder.dropout=1.5": ["FAIL", "FAIL"], "decoder.dropout=0.1": ["COMPLETE"] * 2}
     failed = json.loads((sweep / "0" / "summary.json").read_text())
@@ -116,8 +140,15 @@ def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
 
 
 def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):
-    proc = fork_zoo("train", "-m", "hydra/sweeper=optuna", "encoder=gru,lstm", f"hydra.sweep.dir={tmp_path / 's'}",
-                   cwd=tmp_path, check=False)
+    proc = fork_zoo(
+        "train",
+        "-m",
+        "hydra/sweeper=optuna",
+        "encoder=gru,lstm",
+        f"hydra.sweep.dir={tmp_path / 's'}",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert "study 'encoder=gru' has no search space" in proc.stderr and not (tmp_path / "s").exists()
 
@@ -135,9 +166,13 @@ def test_without_optuna_the_sweeper_names_the_extra(monkeypatch):
 
 # What each preset's family is where its model= recipe (conf/model) does not exist.
 FAMILY_OVERRIDES = {
-    "gru": ["encoder=gru"], "lstm": ["encoder=lstm", "decoder.cell=lstm"], "rnn": ["encoder=rnn", "decoder.cell=rnn"],
+    "gru": ["encoder=gru"],
+    "lstm": ["encoder=lstm", "decoder.cell=lstm"],
+    "rnn": ["encoder=rnn", "decoder.cell=rnn"],
     "transformer": ["encoder=transformer", "decoder=transformer", "attention=scaled_dot"],
-    "transformer_encoder": ["encoder=transformer"], "esn": ["encoder=esn"], "elm": ["encoder=elm"],
+    "transformer_encoder": ["encoder=transformer"],
+    "esn": ["encoder=esn"],
+    "elm": ["encoder=elm"],
 }
 PRESETS = sorted(path.stem for path in (ROOT / "conf" / "search").glob("*.yaml"))
 
@@ -155,8 +190,10 @@ def test_every_search_preset_names_valid_ranges_of_its_family(name):
     family = [*([f"model={name}"] if recipe.exists() else FAMILY_OVERRIDES[name]), f"search={name}"]
     space = read_space(compose_config(family), name)
     for end in ("low", "high"):
-        values = {key: d.choices[0 if end == "low" else -1] if hasattr(d, "choices") else getattr(d, end)
-                  for key, d in space.items()}
+        values = {
+            key: d.choices[0 if end == "low" else -1] if hasattr(d, "choices") else getattr(d, end)
+            for key, d in space.items()
+        }
         validate(compose_config([*family, *as_overrides(values)]))
 
 

@@ -4,6 +4,7 @@ run next, ``summary.json`` interrupted with the phase, and a resume that does wh
 Each run signals itself the first time it reaches a phase (the function patched in :data:`PHASES`), so the
 signal lands at the same point every time. Runs are processes forked from a server that imported zoo once.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY
 
 #: Where each phase is entered: (module, class or None, function) to wrap with a self-signal on the first call.
@@ -67,22 +67,31 @@ def _signalled_zoo(phase: str | None, where: tuple | None, signum: int, argv: li
 _server = None
 
 
-def zoo(tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None,
-        signum: int = signal.SIGTERM) -> tuple[int, str]:
+def zoo(
+    tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None, signum: int = signal.SIGTERM
+) -> tuple[int, str]:
     """``zoo ARGV`` in a forked process that signals itself on entering ``where``: its exit status and stderr."""
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
         _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.training.entry", "zoo.training.run"])
     err = tmp_path / f"zoo.{len(list(tmp_path.glob('zoo.*.err')))}.err"
-    process = _server.Process(target=_signalled_zoo, args=(phase, where, int(signum), list(argv), str(tmp_path), str(err)))
+    process = _server.Process(
+        target=_signalled_zoo, args=(phase, where, int(signum), list(argv), str(tmp_path), str(err))
+    )
     process.start()
     process.join(timeout=300)
     return process.exitcode, err.read_text()
 
 
-def train(tmp_path: Path, run_dir: Path, *args: str, phase: str | None = None, signum: int = signal.SIGTERM,
-          where: tuple[str, str | None, str] | None = None) -> tuple[int, str]:
+def train(
+    tmp_path: Path,
+    run_dir: Path,
+    *args: str,
+    phase: str | None = None,
+    signum: int = signal.SIGTERM,
+    where: tuple[str, str | None, str] | None = None,
+) -> tuple[int, str]:
     """``zoo train TINY ARGS hydra.run.dir=RUN_DIR`` (or ``zoo train resume=...``) signalled in ``phase`` (on
     entering ``where``, by default the phase's function in :data:`PHASES`)."""
     resuming = any(a.startswith("resume=") for a in args)
@@ -113,9 +122,13 @@ def test_a_signal_in_any_phase_exits_128_plus_it_with_one_line_and_an_interrupte
 
 def test_a_signal_before_anything_is_written_says_to_run_the_command_again(tmp_path):
     """Reading the data comes before the run's first file: nothing to resume, the same command starts it."""
-    status, err = train(tmp_path, tmp_path / "run", phase="setup", where=("zoo.data.datamodule", "ZooDataModule", "read"))
+    status, err = train(
+        tmp_path, tmp_path / "run", phase="setup", where=("zoo.data.datamodule", "ZooDataModule", "read")
+    )
     assert status == 128 + signal.SIGTERM
-    assert err.strip().splitlines()[-1].endswith("nothing was written in " f"{tmp_path / 'run'}; run the same command again")
+    assert (
+        err.strip().splitlines()[-1].endswith(f"nothing was written in {tmp_path / 'run'}; run the same command again")
+    )
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
 
 
@@ -144,8 +157,11 @@ def test_a_run_stopped_while_testing_resumes_by_testing(tmp_path, finished_run):
     assert "only the test runs" in (run_dir / "train.log").read_text()
     record, straight = summary(run_dir), summary(finished_run)
     assert record["status"] == "finished" and record["test"] == straight["test"]
-    assert (record["steps"], record["best_val"], record["train_tokens"]) == \
-        (straight["steps"], straight["best_val"], straight["train_tokens"])
+    assert (record["steps"], record["best_val"], record["train_tokens"]) == (
+        straight["steps"],
+        straight["best_val"],
+        straight["train_tokens"],
+    )
     first, retest = record["segments"]
     assert (first["to_step"], retest["from_step"], retest["to_step"]) == (straight["steps"],) * 3
     assert record["train_seconds"] == pytest.approx(first["train_seconds"] + retest["train_seconds"], abs=0.011)
@@ -154,14 +170,27 @@ def test_a_run_stopped_while_testing_resumes_by_testing(tmp_path, finished_run):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_while_predicting_exits_128_plus_it_with_one_line(tmp_path, finished_run, signum):
-    status, err = zoo(tmp_path, "translate", str(finished_run), "ein satz", phase="prediction", signum=signum,
-                      where=("zoo.inference.predictor", "Predictor", "predictions"))
+    status, err = zoo(
+        tmp_path,
+        "translate",
+        str(finished_run),
+        "ein satz",
+        phase="prediction",
+        signum=signum,
+        where=("zoo.inference.predictor", "Predictor", "predictions"),
+    )
     assert status == 128 + signum
     assert err.strip() == f"zoo: interrupted: {signal.Signals(signum).name} during zoo translate"
 
 
 def test_a_signal_while_the_config_is_composed_exits_128_plus_it_with_one_line(tmp_path):
-    status, err = zoo(tmp_path, "train", *TINY, f"hydra.run.dir={tmp_path / 'run'}", phase="composition",
-                      where=("zoo.training.entry", None, "check_composition"))
+    status, err = zoo(
+        tmp_path,
+        "train",
+        *TINY,
+        f"hydra.run.dir={tmp_path / 'run'}",
+        phase="composition",
+        where=("zoo.training.entry", None, "check_composition"),
+    )
     assert status == 128 + signal.SIGTERM
     assert err.strip() == "zoo: interrupted: SIGTERM during zoo train" and not (tmp_path / "run").exists()

@@ -1,4 +1,5 @@
 """Significance against a baseline: seed variance in the p-value, Holm over rows, the same p in every process."""
+
 import json
 import os
 
@@ -34,8 +35,10 @@ def sweep(root, means: dict[str, tuple[float, ...]]) -> Leaderboard:
             items = mean + noise - noise.mean()
             folder = root / f"{encoder}{seed}"
             write(folder, summary(encoder, {"quality": mean}, seed=seed, monitor="quality"))
-            rows = [{"id": f"test-{k}", "hypothesis": "", "references": [""], "scores": {"quality": float(score)}}
-                    for k, score in enumerate(items)]
+            rows = [
+                {"id": f"test-{k}", "hypothesis": "", "references": [""], "scores": {"quality": float(score)}}
+                for k, score in enumerate(items)
+            ]
             (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     board = Leaderboard(find_runs([root]))
     board.test_against(board.find(f"encoder={next(iter(means))}")[0])
@@ -60,8 +63,15 @@ def test_a_consistent_difference_over_seeds_stays_significant(tmp_path):
 
 def test_holm_adjusts_the_rows_tested_against_one_baseline(tmp_path):
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
-    board = sweep(tmp_path, {"dot": (30.0, 31.0, 29.0), "additive": (36.0, 37.5, 35.0), "cosine": (29.0, 35.0, 28.0),
-                             "none": (25.0, 24.0, 26.5)})
+    board = sweep(
+        tmp_path,
+        {
+            "dot": (30.0, 31.0, 29.0),
+            "additive": (36.0, 37.5, 35.0),
+            "cosine": (29.0, 35.0, 28.0),
+            "none": (25.0, 24.0, 26.5),
+        },
+    )
     tested = list(board.comparisons.values())
     assert [c.p for c in tested] == holm([c.p_unadjusted for c in tested]) and len(tested) == 3
     assert all(c.p >= c.p_unadjusted for c in tested) and board.comparisons["encoder=additive"].p < 0.05
@@ -81,9 +91,13 @@ def test_one_seed_each_keeps_sacrebleus_paired_test(tmp_path):
     one = board.comparisons["encoder=lstm"]
     items = [read_items(run) for run in find_runs([tmp_path / "gru", tmp_path / "lstm"])]
     ids = sorted(items[0])
-    _, results = PairedTest([(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip("ab", items)],
-                            {"bleu": BLEU()}, [[items[0][i]["references"][0] for i in ids]], test_type="bs",
-                            n_samples=SAMPLES)()
+    _, results = PairedTest(
+        [(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip("ab", items)],
+        {"bleu": BLEU()},
+        [[items[0][i]["references"][0] for i in ids]],
+        test_type="bs",
+        n_samples=SAMPLES,
+    )()
     assert one.method == PAIRED_SACREBLEU and one.seeds == (1, 1) and one.p == results["BLEU"][1].p_value
 
 
@@ -95,8 +109,20 @@ def test_p_values_are_the_same_in_every_process(tmp_path):
             write(tmp_path / f"{name}{seed}", summary(name, {"bleu": 50.0}, seed=seed))
             write_items(tmp_path / f"{name}{seed}", hypotheses)
     other_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # unset or "random": this one's is random
-    outputs = [run_zoo("compare", str(tmp_path), "--format", "json", "--baseline", "gru", cwd=tmp_path,
-                       env={"PYTHONHASHSEED": other_seed}).stdout, compare([tmp_path], fmt="json", baseline="gru")]
-    tests = [{r["configuration"]: (r["p"], r["ci_low"], r["ci_high"]) for r in json.loads(out)[0]["rows"]}
-             for out in outputs]
+    outputs = [
+        run_zoo(
+            "compare",
+            str(tmp_path),
+            "--format",
+            "json",
+            "--baseline",
+            "gru",
+            cwd=tmp_path,
+            env={"PYTHONHASHSEED": other_seed},
+        ).stdout,
+        compare([tmp_path], fmt="json", baseline="gru"),
+    ]
+    tests = [
+        {r["configuration"]: (r["p"], r["ci_low"], r["ci_high"]) for r in json.loads(out)[0]["rows"]} for out in outputs
+    ]
     assert tests[0] == tests[1] and tests[0]["encoder=lstm"][0] is not None

@@ -1,12 +1,8 @@
 """The ``synthetic`` dataset: a seeded toy language pair with reordering and morphology."""
+
 import random
 
 import pytest
-
-from zoo import registry
-from zoo.config.checks import ConfigError
-
-from zoo.registry import discovery
 from zoo_plugins.datasets.synthetic import (
     AGREEMENT,
     CASES,
@@ -14,13 +10,13 @@ from zoo_plugins.datasets.synthetic import (
     PARTICIPLE,
     PAST,
     PLURAL,
+    TRANSITIVE_VERBS,
     Attribute,
     Clause,
     NounPhrase,
     Pronoun,
     Relative,
     SentenceGenerator,
-    TRANSITIVE_VERBS,
     SyntheticDataError,
     _past,
     _third_singular,
@@ -29,6 +25,10 @@ from zoo_plugins.datasets.synthetic import (
     target_words,
     toy_language,
 )
+
+from zoo import registry
+from zoo.config.checks import ConfigError
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -64,10 +64,14 @@ def test_every_target_word_has_one_reading():
 
 def test_simple_clause_is_reordered_and_inflected():
     stem = toy_language().stem
-    clause = Clause(NounPhrase("dog", False, "the", adjectives=["big", "old"]), "see", False, NounPhrase("cat", True, "the"))
+    clause = Clause(
+        NounPhrase("dog", False, "the", adjectives=["big", "old"]), "see", False, NounPhrase("cat", True, "the")
+    )
     assert " ".join(source_words([clause], [])) == "the big old dog sees the cats"
     assert target_words([clause], [], toy_language()) == [
-        stem["dog"], stem["old"], stem["big"],  # adjectives follow the noun, mirrored
+        stem["dog"],
+        stem["old"],
+        stem["big"],  # adjectives follow the noun, mirrored
         inflect(stem["cat"], PLURAL, CASES["acc"]),  # plural + accusative suffixes
         inflect(stem["see"], AGREEMENT["3sg"]),  # verb last, agreeing with "the dog"
     ]
@@ -81,9 +85,13 @@ def test_verb_agrees_with_subject_and_places_become_postpositions():
     assert source_words([we, she], ["and"]) == "we slept in the gardens and she slept in the gardens".split()
     garden = [inflect(stem["garden"], PLURAL, CASES["obl"]), stem["in"]]
     assert target_words([we, she], ["and"], language) == [
-        stem["we"], *garden, inflect(stem["sleep"], PAST, AGREEMENT["1pl"]),
+        stem["we"],
+        *garden,
+        inflect(stem["sleep"], PAST, AGREEMENT["1pl"]),
         stem["and"],
-        stem["she"], *garden, inflect(stem["sleep"], PAST, AGREEMENT["3sg"]),
+        stem["she"],
+        *garden,
+        inflect(stem["sleep"], PAST, AGREEMENT["3sg"]),
     ]
 
 
@@ -94,8 +102,13 @@ def test_noun_modifiers_move_before_the_noun():
     clause = Clause(king, "take", False, hat)
     assert " ".join(source_words([clause], [])) == "a king that chases the dog takes this hat of the girls"
     assert target_words([clause], [], language) == [
-        inflect(stem["dog"], CASES["acc"]), inflect(stem["chase"], PARTICIPLE[False]), stem["king"], stem["a"],
-        stem["this"], inflect(stem["girl"], PLURAL, CASES["gen"]), inflect(stem["hat"], CASES["acc"]),
+        inflect(stem["dog"], CASES["acc"]),
+        inflect(stem["chase"], PARTICIPLE[False]),
+        stem["king"],
+        stem["a"],
+        stem["this"],
+        inflect(stem["girl"], PLURAL, CASES["gen"]),
+        inflect(stem["hat"], CASES["acc"]),
         inflect(stem["take"], AGREEMENT["3sg"]),
     ]
 

@@ -1,4 +1,5 @@
 """Tokenizers in a run directory: atomic save, load, readable token labels."""
+
 import pytest
 
 from zoo import registry

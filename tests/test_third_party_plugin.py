@@ -1,4 +1,5 @@
 """A third-party package, written here into a temp folder, plugs in through the `zoo.plugins` entry point."""
+
 from __future__ import annotations
 
 import json

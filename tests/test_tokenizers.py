@@ -1,14 +1,14 @@
 """The ``char``, ``word`` and ``bpe`` tokenizers and their shared glue (zoo/tokenization.py)."""
+
 import json
 
 import pytest
 from tokenizers import Tokenizer as HFPipeline
 
 from zoo import registry
-
-from zoo.registry import discovery
 from zoo.contracts import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
 from zoo.data.tokenization import TokenizerError
+from zoo.registry import discovery
 
 discovery.discover()
 

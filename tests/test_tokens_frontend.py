@@ -1,14 +1,13 @@
 """The ``tokens`` frontend: embedding, mask, scaling and dropout."""
+
 import math
 
 import pytest
 import torch
 
-from zoo.contracts import SourceDescription
 from zoo import registry
-
+from zoo.contracts import PAD, SourceDescription
 from zoo.registry import discovery
-from zoo.contracts import PAD
 
 discovery.discover()
 
@@ -58,13 +57,20 @@ def test_output_dim_is_dim():
 
 def test_tiny_vocabulary_is_rejected():
     with pytest.raises(ValueError, match="vocab_size=2"):
-        registry.build("frontend", registry.default_config("frontend", "tokens", dim=8), source=SourceDescription("tokens", vocab_size=2))
+        registry.build(
+            "frontend",
+            registry.default_config("frontend", "tokens", dim=8),
+            source=SourceDescription("tokens", vocab_size=2),
+        )
 
 
 def test_scaled_embeddings_start_with_unit_variance():
     """With scale=True the output, not the weight, has unit variance, like the positions added to it."""
-    frontend = registry.build("frontend", registry.default_config("frontend", "tokens", dim=256, scale=True, dropout=0.0),
-                              source=SourceDescription("tokens", vocab_size=512))
+    frontend = registry.build(
+        "frontend",
+        registry.default_config("frontend", "tokens", dim=256, scale=True, dropout=0.0),
+        source=SourceDescription("tokens", vocab_size=512),
+    )
     x, _ = frontend(torch.arange(4, 500)[None])
     assert 0.8 < x.std().item() < 1.2
     assert torch.all(frontend.embedding.weight[0] == 0)

@@ -4,6 +4,7 @@ wandb no longer ships a Python reader for its ``.wandb`` files (the writer is it
 ``wandb_records`` reads them here: a LevelDB-style log (32 KiB blocks of length-prefixed chunks
 after a 7-byte ``:W&B`` header) of wandb's own protobuf ``Record`` messages.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import TINY, fork_zoo
 from omegaconf import OmegaConf
 
-from conftest import TINY, fork_zoo
 from zoo.training.tracking import final_metrics, one_wandb_run_per_job, run_group
 
 BLOCK, CHUNK_HEADER = 32 * 1024, 7
@@ -56,8 +57,9 @@ def offline_run(job_dir: Path) -> dict:
             run.update(group=record.run.run_group, name=record.run.display_name, tags=list(record.run.tags))
             run["config"].update({item.key: json.loads(item.value_json) for item in record.run.config.update})
         elif kind == "summary":
-            run["summary"].update({item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                                   for item in record.summary.update})
+            run["summary"].update(
+                {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.summary.update}
+            )
         elif kind == "exit":
             run["exit_code"] = record.exit.exit_code
     return run
@@ -65,9 +67,20 @@ def offline_run(job_dir: Path) -> dict:
 
 def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
     sweep = tmp_path / "sweep"
-    fork_zoo("train", "-m", *TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=4", "logger=wandb",
-             "logger.tags=[nightly]", "attention=additive,dot", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
-             env={"WANDB_MODE": None})
+    fork_zoo(
+        "train",
+        "-m",
+        *TINY,
+        "dataset.train_size=64",
+        "dataset.val_size=8",
+        "dataset.test_size=4",
+        "logger=wandb",
+        "logger.tags=[nightly]",
+        "attention=additive,dot",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+        env={"WANDB_MODE": None},
+    )
     for job, attention in (("0", "additive"), ("1", "dot")):
         run = offline_run(sweep / job)
         summary = json.loads((sweep / job / "summary.json").read_text())
@@ -102,8 +115,21 @@ def test_the_users_group_wins():
 
 
 def test_final_metrics_are_the_numbers_a_comparison_sorts_by():
-    summary = {"monitor": "bleu", "test": {"bleu": {"score": 20.5, "higher_is_better": True}}, "best_val": 19.0,
-               "parameters": {"trainable": 10, "frozen": 2}, "latency_ms": {"greedy": 1.5, "beam": None},
-               "train_seconds": 3.0, "tokens_per_second": None, "decode": "greedy"}
-    assert final_metrics(summary) == {"test/bleu": 20.5, "best_val/bleu": 19.0, "parameters/trainable": 10,
-                                      "parameters/frozen": 2, "latency_ms/greedy": 1.5, "train_seconds": 3.0}
+    summary = {
+        "monitor": "bleu",
+        "test": {"bleu": {"score": 20.5, "higher_is_better": True}},
+        "best_val": 19.0,
+        "parameters": {"trainable": 10, "frozen": 2},
+        "latency_ms": {"greedy": 1.5, "beam": None},
+        "train_seconds": 3.0,
+        "tokens_per_second": None,
+        "decode": "greedy",
+    }
+    assert final_metrics(summary) == {
+        "test/bleu": 20.5,
+        "best_val/bleu": 19.0,
+        "parameters/trainable": 10,
+        "parameters/frozen": 2,
+        "latency_ms/greedy": 1.5,
+        "train_seconds": 3.0,
+    }

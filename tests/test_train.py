@@ -1,4 +1,5 @@
 """Pieces of the training job that are not end-to-end: schedules, parameter counts, Trainer options."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,8 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from zoo.config.sections import TrainerConfig
-from zoo.training.schedule import warmup_then_decay
 from zoo.training.run import lightning_options
+from zoo.training.schedule import warmup_then_decay
 from zoo.training.summary import epochs_trained, parameter_counts
 
 
@@ -43,8 +44,11 @@ def test_parameter_counts_split_trainable_frozen_and_count_tied_weights_once():
 def test_an_epoch_cut_short_counts_as_the_fraction_that_ran():
     def trainer(current_epoch, done, batches):
         progress = SimpleNamespace(current=SimpleNamespace(completed=done))
-        return SimpleNamespace(current_epoch=current_epoch, num_training_batches=batches,
-                               fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_progress=progress)))
+        return SimpleNamespace(
+            current_epoch=current_epoch,
+            num_training_batches=batches,
+            fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_progress=progress)),
+        )
 
     assert epochs_trained(trainer(3, 40, 40)) == 3  # three whole epochs
     assert epochs_trained(trainer(3, 10, 40)) == 2.25  # max_time stopped the third a quarter of the way

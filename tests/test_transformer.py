@@ -1,16 +1,15 @@
 """The Transformer encoder and decoder: shapes, layouts, incremental decoding, mixing with RNNs."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from zoo.contracts import SourceDescription
 from zoo import registry
-
-from zoo.registry import discovery
-from zoo.contracts import PAD, Decoder, EncoderOutput
+from zoo.contracts import PAD, Decoder, EncoderOutput, SourceDescription
 from zoo.model import AssemblyError, Seq2Seq
 from zoo.nn.norms import DynamicTanh, make_norm
+from zoo.registry import discovery
 
 discovery.discover()
 
@@ -31,14 +30,21 @@ def encoder(posenc: str | None = None, input_dim: int = D_IN, **overrides):
     torch.manual_seed(0)
     pe = registry.default_config("posenc", posenc) if posenc in RELATIVE else None
     scorer = registry.default_config("attention", "scaled_dot")
-    return registry.build("encoder", small("encoder", **overrides), input_dim=input_dim, scorer=scorer, posenc=pe).eval()
+    return registry.build(
+        "encoder", small("encoder", **overrides), input_dim=input_dim, scorer=scorer, posenc=pe
+    ).eval()
 
 
 def decoder(posenc: str = "sinusoidal", scorer: str = "scaled_dot", memory_dim: int = D, **overrides):
     torch.manual_seed(0)
     dec = registry.build(
-        "decoder", small("decoder", **overrides), vocab_size=V, memory_dim=memory_dim, state_dim=memory_dim,
-        scorer=registry.default_config("attention", scorer), posenc=registry.default_config("posenc", posenc),
+        "decoder",
+        small("decoder", **overrides),
+        vocab_size=V,
+        memory_dim=memory_dim,
+        state_dim=memory_dim,
+        scorer=registry.default_config("attention", scorer),
+        posenc=registry.default_config("posenc", posenc),
     )
     for p in dec.posenc.parameters():
         torch.nn.init.normal_(p)  # learned position tables large enough to matter
@@ -186,8 +192,12 @@ def test_rnn_decoder_over_the_transformer_encoder():
     enc = encoder()(torch.randn(B, S, D_IN), MASK)
     torch.manual_seed(0)
     rnn = registry.build(
-        "decoder", registry.default_config("decoder", "rnn", hidden_size=8, embed_dim=8), vocab_size=V,
-        memory_dim=D, state_dim=D, scorer=registry.default_config("attention", "general"),
+        "decoder",
+        registry.default_config("decoder", "rnn", hidden_size=8, embed_dim=8),
+        vocab_size=V,
+        memory_dim=D,
+        state_dim=D,
+        scorer=registry.default_config("attention", "general"),
         posenc=registry.default_config("posenc", "none"),
     ).eval()
     assert rnn(targets(), enc).logits.shape == (B, T, V)

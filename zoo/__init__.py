@@ -1,4 +1,5 @@
 """zoo: a plugin-based model zoo for comparing sequence models."""
+
 from zoo.registry import build, register
 
 __version__ = "0.1.0"

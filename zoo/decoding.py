@@ -15,10 +15,12 @@ Conventions shared by every function here:
 * Everything runs under ``torch.no_grad()``. Putting the model in ``eval()`` mode
   (no dropout) is the caller's job, as it is for any PyTorch inference.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -282,7 +284,12 @@ def _keep_best(
 
 
 def _beam_search(
-    model: Any, enc: EncoderOutput, limits: torch.Tensor, beam_size: int, length_penalty: LengthPenalty | str, alpha: float
+    model: Any,
+    enc: EncoderOutput,
+    limits: torch.Tensor,
+    beam_size: int,
+    length_penalty: LengthPenalty | str,
+    alpha: float,
 ) -> list[list[int]]:
     if beam_size < 1:
         raise DecodingError(f"beam_size must be >= 1, got {beam_size}")

@@ -3,6 +3,7 @@
 Raise a subclass with a message that says what is wrong and what to do. ``zoo --verbose ...``,
 ``ZOO_VERBOSE=1`` or Hydra's ``HYDRA_FULL_ERROR=1`` add the traceback (for a bug report).
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Assemble a sequence-to-sequence model from a composed config."""
+
 from __future__ import annotations
 
 from typing import Any

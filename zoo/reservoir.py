@@ -22,12 +22,13 @@ regression. With ``spectral_radius=0`` there is no recurrent matrix at all and,
 with leak a = 1, each state depends on its own input only: an extreme learning
 machine's random hidden layer (Huang, Zhu & Siew 2006).
 """
+
 from __future__ import annotations
 
 import math
 import warnings
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -99,11 +100,17 @@ def reservoir_weights(
     - ``b``: uniform on [-bias_scaling, bias_scaling].
     """
     if input_dim < 1 or units < 1:
-        raise ReservoirError(f"a reservoir needs input_dim >= 1 and units >= 1, got input_dim={input_dim}, units={units}")
+        raise ReservoirError(
+            f"a reservoir needs input_dim >= 1 and units >= 1, got input_dim={input_dim}, units={units}"
+        )
     for name, value in (("connectivity", connectivity), ("input_connectivity", input_connectivity)):
         if not 0.0 < value <= 1.0:
             raise ReservoirError(f"{name} is a density and must lie in (0, 1], got {value}")
-    for name, value in (("spectral_radius", spectral_radius), ("input_scaling", input_scaling), ("bias_scaling", bias_scaling)):
+    for name, value in (
+        ("spectral_radius", spectral_radius),
+        ("input_scaling", input_scaling),
+        ("bias_scaling", bias_scaling),
+    ):
         if value < 0:
             raise ReservoirError(f"{name} must be >= 0, got {value}")
     gen = torch.Generator().manual_seed(seed)
@@ -200,7 +207,9 @@ class Reservoir(nn.Module):
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
-            raise ReservoirError(f"unknown reservoir activation '{activation}'; choose one of: {', '.join(ACTIVATIONS)}")
+            raise ReservoirError(
+                f"unknown reservoir activation '{activation}'; choose one of: {', '.join(ACTIVATIONS)}"
+            )
         if not 0.0 < leak_rate <= 1.0:
             raise ReservoirError(f"leak_rate must lie in (0, 1], got {leak_rate}")
         self.input_dim, self.units = input_dim, units
@@ -243,7 +252,9 @@ class Reservoir(nn.Module):
             )
         if mask is not None:
             if mask.shape != u.shape[:2]:
-                raise ReservoirError(f"mask must have the input's (B, T) = {tuple(u.shape[:2])}, got {tuple(mask.shape)}")
+                raise ReservoirError(
+                    f"mask must have the input's (B, T) = {tuple(u.shape[:2])}, got {tuple(mask.shape)}"
+                )
             mask = mask.bool()
         if self.trainable:
             states = self._run(u, mask, initial)
@@ -372,7 +383,7 @@ class RidgeReadout(nn.Module):
         washout: int = 0,
         mask: torch.Tensor | None = None,
         bias: bool = True,
-    ) -> "RidgeReadout":
+    ) -> RidgeReadout:
         """Fit on states (T, N) or (B, T, N) and targets (T, K) or (B, T, K).
 
         The first ``washout`` steps of every sequence are dropped (the reservoir is
@@ -388,7 +399,9 @@ class RidgeReadout(nn.Module):
                 f"got {tuple(states.shape)} and {tuple(targets.shape)}"
             )
         if not 0 <= washout < states.shape[1]:
-            raise ReservoirError(f"washout must lie in [0, {states.shape[1]}) for {states.shape[1]} steps, got {washout}")
+            raise ReservoirError(
+                f"washout must lie in [0, {states.shape[1]}) for {states.shape[1]} steps, got {washout}"
+            )
         keep = torch.ones(states.shape[:2], dtype=torch.bool, device=states.device)
         if mask is not None:
             keep &= mask.bool()

@@ -1,9 +1,20 @@
 """Batched beam search against one sentence at a time, and what beam search costs over greedy."""
+
 from __future__ import annotations
 
 import torch
 
-from speed.common import Context, Row, composed_config, interleaved, median, median_speedup, ragged_ids, speedup_row, token_model
+from speed.common import (
+    Context,
+    Row,
+    composed_config,
+    interleaved,
+    median,
+    median_speedup,
+    ragged_ids,
+    speedup_row,
+    token_model,
+)
 
 
 def decoding_setup(ctx: Context) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
@@ -45,22 +56,34 @@ def measure_beam(ctx: Context) -> list[Row]:
     alone = [generate(model, s, beam, max_len=m)[0] for s, m in sentences]
     same = sum(a == b for a, b in zip(batched, alone))
     rounds = ctx.size(2, 5)
-    seconds = interleaved(ctx, {
-        "batched": lambda: generate(model, source, beam, max_len=limits),
-        "one at a time": lambda: [generate(model, s, beam, max_len=m) for s, m in sentences],
-        "greedy": lambda: generate(model, source, {"strategy": "greedy"}, max_len=limits),
-    }, rounds, 1)
+    seconds = interleaved(
+        ctx,
+        {
+            "batched": lambda: generate(model, source, beam, max_len=limits),
+            "one at a time": lambda: [generate(model, s, beam, max_len=m) for s, m in sentences],
+            "greedy": lambda: generate(model, source, {"strategy": "greedy"}, max_len=limits),
+        },
+        rounds,
+        1,
+    )
     n = source.shape[0]
     return [
         speedup_row(
             f"beam search k=5, {n} sentences batched vs one at a time (default GRU model, random weights)",
-            f"{median(seconds['batched']):.3f} s", f"{median(seconds['one at a time']):.3f} s (one at a time)",
-            median_speedup(seconds, "batched", "one at a time"), 7.0, f"same outputs for {same}/{n} sentences",
+            f"{median(seconds['batched']):.3f} s",
+            f"{median(seconds['one at a time']):.3f} s (one at a time)",
+            median_speedup(seconds, "batched", "one at a time"),
+            7.0,
+            f"same outputs for {same}/{n} sentences",
         ),
         Row(
             f"beam search k=5 vs greedy, {n} sentences batched: cost",
-            f"{median(seconds['batched']):.3f} s (beam)", f"{median(seconds['greedy']):.3f} s (greedy)",
-            median_speedup(seconds, "greedy", "batched"), "", None, "ratio = beam time / greedy time; no goal",
+            f"{median(seconds['batched']):.3f} s (beam)",
+            f"{median(seconds['greedy']):.3f} s (greedy)",
+            median_speedup(seconds, "greedy", "batched"),
+            "",
+            None,
+            "ratio = beam time / greedy time; no goal",
         ),
     ]
 
@@ -69,5 +92,14 @@ def measure_key_prep(ctx: Context) -> list[Row]:
     """Key-side attention work once per sentence is measured by benchmarks/bench_key_prep.py,
     which compares this tree with an older checkout in two worker processes; it cannot run
     inside this process, so the suite points to it."""
-    return [Row("key-side attention work once per sentence", "see benchmarks/bench_key_prep.py", "an older checkout",
-                None, "", None, "python benchmarks/bench_key_prep.py --before OLD_TREE")]
+    return [
+        Row(
+            "key-side attention work once per sentence",
+            "see benchmarks/bench_key_prep.py",
+            "an older checkout",
+            None,
+            "",
+            None,
+            "python benchmarks/bench_key_prep.py --before OLD_TREE",
+        )
+    ]

@@ -5,15 +5,16 @@ every other turn) over several rounds, so a change in machine load hits both ali
 a comparison is the median over rounds of the per-round ratio, which a single
 disturbed round cannot move.
 """
+
 from __future__ import annotations
 
 import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -52,10 +53,14 @@ class Row:
 
 def speedup_row(what: str, ours: str, reference: str, ratio: float, goal: float | None, note: str = "") -> Row:
     """A row whose goal is a minimum ratio (``goal`` None: reported, no goal)."""
-    return Row(what, ours, reference, ratio, f">= {goal:g}x" if goal else "", None if goal is None else ratio >= goal, note)
+    return Row(
+        what, ours, reference, ratio, f">= {goal:g}x" if goal else "", None if goal is None else ratio >= goal, note
+    )
 
 
-def interleaved(ctx: Context, contestants: dict[str, Callable[[], object]], rounds: int, repeats: int) -> dict[str, list[float]]:
+def interleaved(
+    ctx: Context, contestants: dict[str, Callable[[], object]], rounds: int, repeats: int
+) -> dict[str, list[float]]:
     """Seconds per round of each contestant: one untimed warm-up call each, then per round
     ``repeats`` timed calls each, taking turns (order reversed every other turn)."""
     names = list(contestants)

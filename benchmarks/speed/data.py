@@ -1,4 +1,5 @@
 """Data throughput: tokenizers, and the share of a training step spent waiting for data."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,12 @@ def measure_tokenizers(ctx: Context) -> list[Row]:
             start = time.perf_counter()
             tokenizer.encode(texts)
             times.append(time.perf_counter() - start)
-        rows.append(Row(f"tokenisation, {name} tokenizer ({len(texts):,} synthetic sentences)",
-                        f"{len(texts) / median(times):,.0f} sentences/s"))
+        rows.append(
+            Row(
+                f"tokenisation, {name} tokenizer ({len(texts):,} synthetic sentences)",
+                f"{len(texts) / median(times):,.0f} sentences/s",
+            )
+        )
     return rows
 
 
@@ -74,16 +79,29 @@ def measure_data_wait(ctx: Context) -> list[Row]:
             waits.append(tock - tick)
             steps.append(time.perf_counter() - tock)
     share = sum(waits) / (sum(waits) + sum(steps))
-    return [Row(
-        f"waiting for data, text run (default synthetic translation, {len(steps)} steps)",
-        f"{share:.2%} of step time", f"data {median(waits) * 1e3:.1f} ms, step {median(steps) * 1e3:.0f} ms (medians)",
-        share, "< 5%", share < 0.05,
-    )]
+    return [
+        Row(
+            f"waiting for data, text run (default synthetic translation, {len(steps)} steps)",
+            f"{share:.2%} of step time",
+            f"data {median(waits) * 1e3:.1f} ms, step {median(steps) * 1e3:.0f} ms (medians)",
+            share,
+            "< 5%",
+            share < 0.05,
+        )
+    ]
 
 
 def measure_caption_data(ctx: Context) -> list[Row]:
     """Images: bench_caption_data.py measures the same share for captioning configs; it needs
     a dataset setup of its own, so the suite points to it and to its recorded numbers."""
-    return [Row("waiting for data, image captioning", "see benchmarks/bench_caption_data.py",
-                "docs/results.md: 0.1-0.3% of the step (scenes, Flickr8k)", None, "< 5%", None,
-                "python benchmarks/bench_caption_data.py task=captioning")]
+    return [
+        Row(
+            "waiting for data, image captioning",
+            "see benchmarks/bench_caption_data.py",
+            "docs/results.md: 0.1-0.3% of the step (scenes, Flickr8k)",
+            None,
+            "< 5%",
+            None,
+            "python benchmarks/bench_caption_data.py task=captioning",
+        )
+    ]

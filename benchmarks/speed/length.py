@@ -13,6 +13,7 @@ batch already built; it counts everything the step touches (activations, gradien
 allocator and library work space). On CUDA it is torch.cuda.max_memory_allocated minus
 the memory allocated before the step (tensors only).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,9 @@ def point(spec: dict) -> dict:
 
     torch.set_num_threads(spec["threads"])
     device = torch.device(spec["device"])
-    model = token_model(composed_config([f"encoder={spec['encoder']}", *spec["overrides"]]), spec["vocab"], device).train()
+    model = token_model(
+        composed_config([f"encoder={spec['encoder']}", *spec["overrides"]]), spec["vocab"], device
+    ).train()
     optimiser = torch.optim.SGD(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(0)
     batch = max(1, spec["budget"] // spec["length"])
@@ -87,15 +90,22 @@ def point(spec: dict) -> dict:
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - start)
     times.sort()
-    return {"encoder": spec["encoder"], "length": spec["length"], "batch": batch,
-            "seconds": times[len(times) // 2], "memory_bytes": memory}
+    return {
+        "encoder": spec["encoder"],
+        "length": spec["length"],
+        "batch": batch,
+        "seconds": times[len(times) // 2],
+        "memory_bytes": memory,
+    }
 
 
 def run_point(spec: dict) -> dict:
     """``point(spec)`` in a fresh Python process."""
     here = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-m", "speed.length", json.dumps(spec)], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "speed.length", json.dumps(spec)], env=env, capture_output=True, text=True
+    )
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the point {spec['encoder']} at length {spec['length']} failed: {last}")
@@ -109,8 +119,16 @@ def points(ctx: Context) -> list[dict]:
     results = []
     for length in lengths:
         for encoder in ENCODERS:
-            spec = {"encoder": encoder, "length": length, "budget": budget, "vocab": 1000, "overrides": OVERRIDES.get(encoder, []),
-                    "threads": ctx.threads, "device": ctx.device.type, "repeats": ctx.size(1, 3)}
+            spec = {
+                "encoder": encoder,
+                "length": length,
+                "budget": budget,
+                "vocab": 1000,
+                "overrides": OVERRIDES.get(encoder, []),
+                "threads": ctx.threads,
+                "device": ctx.device.type,
+                "repeats": ctx.size(1, 3),
+            }
             results.append(run_point(spec))
     return results
 
@@ -118,10 +136,14 @@ def points(ctx: Context) -> list[dict]:
 def write_table(ctx: Context, results: list[dict]) -> None:
     """cost_vs_length.csv and .md: one line per point."""
     header = ["encoder", "length", "batch", "step_ms", "peak_memory_mib"]
-    lines = [[r["encoder"], r["length"], r["batch"], f"{r['seconds'] * 1e3:.1f}", f"{r['memory_bytes'] / 2**20:.1f}"]
-             for r in results]
+    lines = [
+        [r["encoder"], r["length"], r["batch"], f"{r['seconds'] * 1e3:.1f}", f"{r['memory_bytes'] / 2**20:.1f}"]
+        for r in results
+    ]
     (ctx.out / "cost_vs_length.csv").write_text("\n".join(",".join(map(str, line)) for line in [header, *lines]) + "\n")
-    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(map(str, line)) + " |" for line in lines]
+    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(map(str, line)) + " |" for line in lines
+    ]
     (ctx.out / "cost_vs_length.md").write_text("\n".join(md) + "\n")
 
 
@@ -145,8 +167,10 @@ def plot(ctx: Context, results: list[dict]) -> None:
         axis.set_xlabel("source length (batch = tokens per batch / length)")
         axis.set_title(title, fontsize=9)
         axis.legend()
-    fig.suptitle("Same tokens per batch at every length: a flat line is O(n) work per sentence, "
-                 "a line of slope 1 is O(n^2)", fontsize=10)
+    fig.suptitle(
+        "Same tokens per batch at every length: a flat line is O(n) work per sentence, a line of slope 1 is O(n^2)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(ctx.out / "cost_vs_length.png", dpi=120)
     plt.close(fig)
@@ -168,14 +192,18 @@ def measure_cost_vs_length(ctx: Context) -> list[Row]:
     for encoder in ENCODERS:
         mine = [r for r in results if r["encoder"] == encoder]
         first, last = mine[0], mine[-1]
-        rows.append(Row(
-            f"cost vs length, {encoder} encoder alone: one training step at length {last['length']} vs {first['length']} "
-            f"(equal tokens)",
-            f"{last['seconds'] * 1e3:,.0f} ms, {last['memory_bytes'] / 2**20:,.0f} MiB",
-            f"{first['seconds'] * 1e3:,.0f} ms, {first['memory_bytes'] / 2**20:,.0f} MiB (length {first['length']})",
-            last["seconds"] / first["seconds"], "", None,
-            "ratio = time at the longest / at the shortest length; cost_vs_length.png",
-        ))
+        rows.append(
+            Row(
+                f"cost vs length, {encoder} encoder alone: one training step at length {last['length']} vs {first['length']} "
+                f"(equal tokens)",
+                f"{last['seconds'] * 1e3:,.0f} ms, {last['memory_bytes'] / 2**20:,.0f} MiB",
+                f"{first['seconds'] * 1e3:,.0f} ms, {first['memory_bytes'] / 2**20:,.0f} MiB (length {first['length']})",
+                last["seconds"] / first["seconds"],
+                "",
+                None,
+                "ratio = time at the longest / at the shortest length; cost_vs_length.png",
+            )
+        )
     return rows
 
 

@@ -1,4 +1,5 @@
 """The gru, lstm and rnn encoder plugins against the bare torch modules they wrap."""
+
 from __future__ import annotations
 
 import torch
@@ -28,7 +29,9 @@ class BareEncoder(nn.Module):
         return memory * mask.unsqueeze(-1), state
 
 
-def encoder_pair(ctx: Context, name: str, bidirectional: bool, input_dim: int, hidden: int) -> tuple[nn.Module, nn.Module]:
+def encoder_pair(
+    ctx: Context, name: str, bidirectional: bool, input_dim: int, hidden: int
+) -> tuple[nn.Module, nn.Module]:
     """The zoo plugin (dropout 0: the bare module has none) and a bare module of the same size."""
     from zoo.registry import build, default_config
 
@@ -60,14 +63,23 @@ def measure_rnn_encoders(ctx: Context) -> list[Row]:
     for name in TORCH_RNNS:
         for bidirectional in (False, True):
             ours, bare = encoder_pair(ctx, name, bidirectional, dim, hidden)
-            seconds = interleaved(ctx, {
-                "zoo": lambda: step(ours, lambda out: (out.memory, out.state)),
-                "bare": lambda: step(bare, lambda out: out),
-            }, ctx.size(3, 7), ctx.size(2, 10))
+            seconds = interleaved(
+                ctx,
+                {
+                    "zoo": lambda: step(ours, lambda out: (out.memory, out.state)),
+                    "bare": lambda: step(bare, lambda out: out),
+                },
+                ctx.size(3, 7),
+                ctx.size(2, 10),
+            )
             direction = "bidirectional" if bidirectional else "unidirectional"
-            rows.append(speedup_row(
-                f"{name} encoder fwd+bwd, {direction} (B={batch}, S<={length}, {dim}->{hidden})",
-                f"{median(seconds['zoo']) * 1e3:.2f} ms", f"{median(seconds['bare']) * 1e3:.2f} ms (bare nn.{TORCH_RNNS[name].__name__})",
-                median_speedup(seconds, "zoo", "bare"), 0.95,
-            ))
+            rows.append(
+                speedup_row(
+                    f"{name} encoder fwd+bwd, {direction} (B={batch}, S<={length}, {dim}->{hidden})",
+                    f"{median(seconds['zoo']) * 1e3:.2f} ms",
+                    f"{median(seconds['bare']) * 1e3:.2f} ms (bare nn.{TORCH_RNNS[name].__name__})",
+                    median_speedup(seconds, "zoo", "bare"),
+                    0.95,
+                )
+            )
     return rows

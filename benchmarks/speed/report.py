@@ -1,4 +1,5 @@
 """The suite's results as files: results.csv, results.md and machine.json under --out."""
+
 from __future__ import annotations
 
 import csv
@@ -26,14 +27,24 @@ def write_csv(ctx: Context, rows: list[Row]) -> None:
         writer = csv.DictWriter(f, COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**asdict(row), "ratio": "" if row.ratio is None else f"{row.ratio:.4f}", "met": met_text(row)})
+            writer.writerow(
+                {**asdict(row), "ratio": "" if row.ratio is None else f"{row.ratio:.4f}", "met": met_text(row)}
+            )
 
 
 def markdown(machine: dict[str, str], rows: list[Row], cost_table: str) -> str:
     """The machine's details, the results table and, when measured, the cost-vs-length table."""
-    lines = ["# Speed suite", "", ", ".join(f"{k}: {v}" for k, v in machine.items()), "",
-             "| what | ours | reference | ratio | goal | met? | note |", "|---|---|---|---:|---|---|---|"]
-    lines += [f"| {r.what} | {r.ours} | {r.reference} | {ratio_text(r)} | {r.goal} | {met_text(r)} | {r.note} |" for r in rows]
+    lines = [
+        "# Speed suite",
+        "",
+        ", ".join(f"{k}: {v}" for k, v in machine.items()),
+        "",
+        "| what | ours | reference | ratio | goal | met? | note |",
+        "|---|---|---|---:|---|---|---|",
+    ]
+    lines += [
+        f"| {r.what} | {r.ours} | {r.reference} | {ratio_text(r)} | {r.goal} | {met_text(r)} | {r.note} |" for r in rows
+    ]
     if cost_table:
         lines += ["", "## Cost against length (cost_vs_length.png)", "", cost_table]
     return "\n".join(lines) + "\n"

@@ -1,12 +1,13 @@
 """Transformer training speed, its share of the machine's matmul peak, and multi-head attention."""
+
 from __future__ import annotations
 
 import time
 
+import bench_transformer
 import torch
 from torch import nn
 
-import bench_transformer
 from speed.common import Context, Row, interleaved, median, median_speedup, speedup_row
 
 
@@ -36,8 +37,28 @@ def transformer_argv(ctx: Context, batch: int) -> list[str]:
     """bench_transformer's options: its defaults (3+3 layers, d_model 256, 4 heads) at ``batch``
     sentences for the full run, tiny for --quick."""
     if ctx.quick:
-        return ["--device", ctx.device.type, "--layers", "1", "--d-model", "64", "--ff-dim", "128", "--vocab", "500",
-                "--batch", "8", "--src-len", "12", "--tgt-len", "12", "--batches", "3", "--rounds", "3"]
+        return [
+            "--device",
+            ctx.device.type,
+            "--layers",
+            "1",
+            "--d-model",
+            "64",
+            "--ff-dim",
+            "128",
+            "--vocab",
+            "500",
+            "--batch",
+            "8",
+            "--src-len",
+            "12",
+            "--tgt-len",
+            "12",
+            "--batches",
+            "3",
+            "--rounds",
+            "3",
+        ]
     return ["--device", ctx.device.type, "--batch", str(batch)]
 
 
@@ -57,22 +78,33 @@ def measure_transformer(ctx: Context) -> list[Row]:
         args = bench_transformer.parse_args(transformer_argv(ctx, batch))
         result = bench_transformer.compare(args)
         speeds, ratio = result["speeds"], median(result["ratios"])
-        size = f"{args.layers}+{args.layers} layers, d_model {args.d_model}, batch {args.batch}, lengths <= {args.src_len}"
-        rows.append(speedup_row(
-            f"Transformer training, target tokens/s ({size})",
-            f"{median(speeds['zoo']):,.0f} tok/s", f"{median(speeds['torch.nn.Transformer']):,.0f} tok/s (torch.nn.Transformer)",
-            ratio, 1.0,
-        ))
+        size = (
+            f"{args.layers}+{args.layers} layers, d_model {args.d_model}, batch {args.batch}, lengths <= {args.src_len}"
+        )
+        rows.append(
+            speedup_row(
+                f"Transformer training, target tokens/s ({size})",
+                f"{median(speeds['zoo']):,.0f} tok/s",
+                f"{median(speeds['torch.nn.Transformer']):,.0f} tok/s (torch.nn.Transformer)",
+                ratio,
+                1.0,
+            )
+        )
         flops = bench_transformer.training_flops(args, result["models"]["torch.nn.Transformer"], result["batches"])
         share = flops / median(result["seconds"]["zoo"]) / peak
         recipe_sized = batch == BATCHES[0]
-        rows.append(Row(
-            f"Transformer training FLOP/s, share of the fp32 matmul peak (batch {args.batch})",
-            f"{flops / median(result['seconds']['zoo']) / 1e9:,.1f} GFLOP/s", f"{peak / 1e9:,.1f} GFLOP/s (matmul peak)",
-            share, ">= 60%" if recipe_sized else "", share >= 0.6 if recipe_sized else None,
-            "FLOPs = 6 x (P_enc x S + P_dec x T) + 12 x L x d x (S^2 + T^2 + TS) per sentence, padded lengths"
-            + ("" if recipe_sized else "; small batches: per-operation overhead shows, no goal"),
-        ))
+        rows.append(
+            Row(
+                f"Transformer training FLOP/s, share of the fp32 matmul peak (batch {args.batch})",
+                f"{flops / median(result['seconds']['zoo']) / 1e9:,.1f} GFLOP/s",
+                f"{peak / 1e9:,.1f} GFLOP/s (matmul peak)",
+                share,
+                ">= 60%" if recipe_sized else "",
+                share >= 0.6 if recipe_sized else None,
+                "FLOPs = 6 x (P_enc x S + P_dec x T) + 12 x L x d x (S^2 + T^2 + TS) per sentence, padded lengths"
+                + ("" if recipe_sized else "; small batches: per-operation overhead shows, no goal"),
+            )
+        )
     return rows
 
 
@@ -99,7 +131,9 @@ def mha_contestants(ctx: Context, causal: bool) -> tuple[dict, dict]:
         ours(x, None, mask, causal=causal)[0].backward(grad)
 
     def run_reference():
-        reference(x, x, x, key_padding_mask=~mask, need_weights=False, attn_mask=causal_mask, is_causal=causal)[0].backward(grad)
+        reference(x, x, x, key_padding_mask=~mask, need_weights=False, attn_mask=causal_mask, is_causal=causal)[
+            0
+        ].backward(grad)
 
     shape = f"B={batch}, T={length}, d={d}, {heads} heads"
     return {"zoo": run_ours, "torch": run_reference}, {"shape": shape}
@@ -117,9 +151,13 @@ def measure_mha(ctx: Context) -> list[Row]:
         contestants, info = mha_contestants(ctx, causal)
         seconds = interleaved(ctx, contestants, ctx.size(3, 7), ctx.size(3, 10))
         kind = "causal self-attention" if causal else "self-attention with padding mask"
-        rows.append(speedup_row(
-            f"multi-head attention fwd+bwd, {kind} ({info['shape']})",
-            f"{median(seconds['zoo']) * 1e3:.2f} ms", f"{median(seconds['torch']) * 1e3:.2f} ms (nn.MultiheadAttention)",
-            median_speedup(seconds, "zoo", "torch"), 1.0,
-        ))
+        rows.append(
+            speedup_row(
+                f"multi-head attention fwd+bwd, {kind} ({info['shape']})",
+                f"{median(seconds['zoo']) * 1e3:.2f} ms",
+                f"{median(seconds['torch']) * 1e3:.2f} ms (nn.MultiheadAttention)",
+                median_speedup(seconds, "zoo", "torch"),
+                1.0,
+            )
+        )
     return rows

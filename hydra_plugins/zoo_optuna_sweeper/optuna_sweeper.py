@@ -3,8 +3,9 @@
 The settings are ``hydra.sweeper.*`` (``trials``, ``minutes``, ``reseed``, ...); :class:`zoo.search.sweeper.Search`
 does the work.
 """
+
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.plugins.sweeper import Sweeper
@@ -13,15 +14,15 @@ from hydra.plugins.sweeper import Sweeper
 @dataclass
 class ZooOptunaSweeperConf:
     _target_: str = "hydra_plugins.zoo_optuna_sweeper.optuna_sweeper.ZooOptunaSweeper"
-    trials: Optional[int] = None  # the budget per study in trials (completed + failed); 20 when minutes is null too
-    minutes: Optional[float] = None  # or in minutes of its trials' wall time
-    reseed: List[int] = field(default_factory=lambda: [1, 2, 3])  # the best trial again with these seeds ([]: none)
+    trials: int | None = None  # the budget per study in trials (completed + failed); 20 when minutes is null too
+    minutes: float | None = None  # or in minutes of its trials' wall time
+    reseed: list[int] = field(default_factory=lambda: [1, 2, 3])  # the best trial again with these seeds ([]: none)
     # random: independent draws, what the expected-best curves assume (Dodge et al., 2019) | tpe (Bergstra et al.,
     # 2011): later trials follow earlier ones, better at finding one best setting, its curves read optimistic
     sampler: str = "random"
     seed: int = 0  # the sampler's seed: the same command draws the same values
     n_jobs: int = 1  # trials launched together (side by side with hydra/launcher=parallel)
-    storage: Optional[str] = None  # an Optuna storage URL; null: sqlite:///<sweep dir>/optuna.db
+    storage: str | None = None  # an Optuna storage URL; null: sqlite:///<sweep dir>/optuna.db
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="zoo_optuna", node=ZooOptunaSweeperConf, provider="zoo")
@@ -38,5 +39,5 @@ class ZooOptunaSweeper(Sweeper):
     def setup(self, *, hydra_context: Any, task_function: Any, config: Any) -> None:
         self.search.setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
-    def sweep(self, arguments: List[str]) -> None:
+    def sweep(self, arguments: list[str]) -> None:
         self.search.sweep(arguments)

@@ -1,4 +1,5 @@
 """The ``additive`` scorer: score(q, k) = v^T tanh(W_q q + W_k k) (Bahdanau et al., 2015)."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """The ``cosine`` scorer: score(q, k) = tau * cos(q, k)."""
+
 from __future__ import annotations
 
 import math

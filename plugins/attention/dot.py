@@ -1,4 +1,5 @@
 """The ``dot`` scorer: score(q, k) = q . k (Luong et al., 2015)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """The ``general`` (bilinear) scorer: score(q, k) = q^T W k (Luong et al., 2015)."""
+
 from __future__ import annotations
 
 import math

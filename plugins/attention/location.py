@@ -1,4 +1,5 @@
 """The ``location`` scorer: scores from the query alone, a = W_a q (Luong et al., 2015)."""
+
 from __future__ import annotations
 
 import math

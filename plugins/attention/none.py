@@ -1,4 +1,5 @@
 """The ``none`` scorer: no attention at all (Cho et al., 2014; Sutskever et al., 2014)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -2,14 +2,15 @@
 
 It extends the ``dot`` scorer: a plugin may subclass another plugin.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
+from zoo_plugins.attention.dot import DotScorer
 
 from zoo import register
-from zoo_plugins.attention.dot import DotScorer
 
 
 @register("attention", "scaled_dot")

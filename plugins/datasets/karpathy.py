@@ -21,6 +21,7 @@ unreadable file fails (or is skipped) before training starts; only the image hea
 is read (about 0.2 s for Flickr8k's 8,000 images), so a truncated file can still
 pass. Loading and resizing the pixels is the image frontend's business.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
@@ -79,12 +80,14 @@ class KarpathyDataset(Dataset):
     class Config:
         split_file: str = ""  # the split JSON, e.g. ${paths.data}/flickr8k/dataset_flickr8k.json
         images: str = ""  # image root folder: {images}/{filepath}/{filename}, or {images}/{filename} without filepath
-        captions: Captions = Captions.tokens  # tokens: joined by spaces, lower-cased (what papers train on) | raw: stripped
+        # tokens: joined by spaces, lower-cased (what papers train on) | raw: stripped
+        captions: Captions = Captions.tokens
         restval: bool = True  # true: restval images join training (Karpathy's COCO setup); false: they are dropped
-        on_missing: OnMissing = OnMissing.error  # missing/unreadable image: error | skip (skips are counted in a log line)
-        max_train: Optional[int] = None  # keep the first N training images in file order, for quick runs (null: all)
-        max_val: Optional[int] = None  # the same for the validation split (null: all)
-        max_test: Optional[int] = None  # the same for the test split (null: all)
+        # missing/unreadable image: error | skip (skips are counted in a log line)
+        on_missing: OnMissing = OnMissing.error
+        max_train: int | None = None  # keep the first N training images in file order, for quick runs (null: all)
+        max_val: int | None = None  # the same for the validation split (null: all)
+        max_test: int | None = None  # the same for the test split (null: all)
 
         def __post_init__(self) -> None:
             one_of(self, "captions", Captions)
@@ -136,9 +139,14 @@ class KarpathyDataset(Dataset):
                 )
             self._check_unique(path, split, chosen)
             result[split] = self._items(path, root, split, chosen, limits[split])
-        log.info("%s: %s", path, ", ".join(
-            f"{split} {len(items)} images ({sum(len(item.references) for item in items)} captions)"
-            for split, items in result.items()))
+        log.info(
+            "%s: %s",
+            path,
+            ", ".join(
+                f"{split} {len(items)} images ({sum(len(item.references) for item in items)} captions)"
+                for split, items in result.items()
+            ),
+        )
         return result
 
     @staticmethod
@@ -153,8 +161,10 @@ class KarpathyDataset(Dataset):
                 "check that the file is complete (re-download it if it was cut short)"
             ) from None
         except UnicodeDecodeError as error:
-            raise SplitFileError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start}); "
-                                 "dataset.split_file must name the JSON split file") from None
+            raise SplitFileError(
+                f"{path} is not UTF-8 text ({error.reason} at byte {error.start}); "
+                "dataset.split_file must name the JSON split file"
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("images"), list):
             raise SplitFileError(
                 f'{path} has no "images" list; a Karpathy split file is {{"dataset": ..., "images": [...]}}'
@@ -179,8 +189,13 @@ class KarpathyDataset(Dataset):
         sentences = image.get("sentences")
         if not isinstance(sentences, list) or not sentences:
             raise SplitFileError(f"{where} has no sentences; each image needs at least one caption")
-        return Entry(key, split, tuple(self._caption(f"{where}: sentences[{number}]", sentence)
-                                       for number, sentence in enumerate(sentences)))
+        return Entry(
+            key,
+            split,
+            tuple(
+                self._caption(f"{where}: sentences[{number}]", sentence) for number, sentence in enumerate(sentences)
+            ),
+        )
 
     def _caption(self, where: str, sentence: Any) -> str:
         """One reference: the tokens joined and lower-cased, or the raw sentence stripped."""
@@ -233,8 +248,14 @@ class KarpathyDataset(Dataset):
         count = sum(len(paths) for paths in skipped.values())
         if count:
             first = next(paths[0] for paths in skipped.values() if paths)
-            log.warning("%s split: skipped %d images (%d missing, %d unreadable), e.g. %s (dataset.on_missing=skip)",
-                        split, count, len(skipped["missing"]), len(skipped["unreadable"]), first)
+            log.warning(
+                "%s split: skipped %d images (%d missing, %d unreadable), e.g. %s (dataset.on_missing=skip)",
+                split,
+                count,
+                len(skipped["missing"]),
+                len(skipped["unreadable"]),
+                first,
+            )
         if not items:
             raise SplitFileError(
                 f"the {split} split has no readable images under {root} ({count} skipped); check dataset.images"

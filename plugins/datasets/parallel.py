@@ -16,6 +16,7 @@ Two layouts are understood, chosen by ``format``:
 ``auto`` (the default) picks ``tsv`` when ``{root}/{train}.tsv`` exists and
 ``files`` otherwise. Pairs with an empty side are dropped (the count is logged).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -29,6 +30,7 @@ from zoo.contracts import Dataset, Item
 from zoo.errors import ZooError
 
 log = logging.getLogger(__name__)
+
 
 class Format(Choice):
     """How the corpus files are laid out."""
@@ -57,7 +59,9 @@ def read_lines(path: Path) -> list[str]:
             f"{path} is not UTF-8 text (byte {error.start}: {error.reason}); convert it, e.g. iconv -f latin1 -t utf-8"
         ) from None
     except (EOFError, OSError) as error:  # gzip.BadGzipFile is an OSError
-        raise CorpusError(f"cannot read {path} ({error}); the archive may be truncated: download or compress it again") from None
+        raise CorpusError(
+            f"cannot read {path} ({error}); the archive may be truncated: download or compress it again"
+        ) from None
     if any("\x00" in line for line in lines):
         raise CorpusError(f"{path} holds NUL bytes: it is binary, not a text file of sentences")
     return lines
@@ -141,7 +145,9 @@ class ParallelDataset(Dataset):
                 continue
             fields = line.split("\t")
             if len(fields) != 2:
-                raise CorpusError(f"{path}:{number}: expected source<TAB>target, found {len(fields)} tab-separated fields")
+                raise CorpusError(
+                    f"{path}:{number}: expected source<TAB>target, found {len(fields)} tab-separated fields"
+                )
             pairs.append((fields[0], fields[1]))
         return pairs, str(path)
 

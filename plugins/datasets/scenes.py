@@ -59,6 +59,7 @@ only 432 one-object scenes -- just as real photos repeat their subjects.
 Rendering is vectorised numpy over each object's bounding box: the default
 2400 images take well under a second.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -95,9 +96,15 @@ BACKGROUND = 28  # grey level of the background
 
 # The place of one object, by (row, column): the canonical phrase, and whether it is a corner.
 PLACES = {
-    (0, 0): "in the top left", (0, 1): "at the top", (0, 2): "in the top right",
-    (1, 0): "on the left", (1, 1): "in the middle", (1, 2): "on the right",
-    (2, 0): "in the bottom left", (2, 1): "at the bottom", (2, 2): "in the bottom right",
+    (0, 0): "in the top left",
+    (0, 1): "at the top",
+    (0, 2): "in the top right",
+    (1, 0): "on the left",
+    (1, 1): "in the middle",
+    (1, 2): "on the right",
+    (2, 0): "in the bottom left",
+    (2, 1): "at the bottom",
+    (2, 2): "in the bottom right",
 }
 CORNERS = {(0, 0), (0, 2), (2, 0), (2, 2)}
 
@@ -113,9 +120,13 @@ class Thing:
     column: int
 
     def __post_init__(self) -> None:
-        for field, value, allowed in (("shape", self.shape, SHAPES), ("colour", self.colour, tuple(COLOURS)),
-                                      ("size", self.size, SIZES), ("row", self.row, range(GRID)),
-                                      ("column", self.column, range(GRID))):
+        for field, value, allowed in (
+            ("shape", self.shape, SHAPES),
+            ("colour", self.colour, tuple(COLOURS)),
+            ("size", self.size, SIZES),
+            ("row", self.row, range(GRID)),
+            ("column", self.column, range(GRID)),
+        ):
             if value not in allowed:
                 raise ValueError(f"{field}={value!r} must be one of {list(allowed)}")
 
@@ -210,10 +221,17 @@ def describe(things: list[Thing]) -> list[str]:
 def _one_thing(kind: tuple[str, str, str], cell: tuple[int, int]) -> list[str]:
     thing = noun_phrase(kind, 1)
     places = [PLACES[cell]] + ([PLACES[cell] + " corner"] if cell in CORNERS else [])
-    return [caption for place in places for caption in (
-        f"{thing} {place}", f"there is {thing} {place}", f"{place} there is {thing}",
-        f"{thing} is {place}", f"{place} is {thing}",
-    )]
+    return [
+        caption
+        for place in places
+        for caption in (
+            f"{thing} {place}",
+            f"there is {thing} {place}",
+            f"{place} there is {thing}",
+            f"{thing} is {place}",
+            f"{place} is {thing}",
+        )
+    ]
 
 
 def _one_group(kind: tuple[str, str, str], cells: list[tuple[int, int]]) -> list[str]:
@@ -222,8 +240,12 @@ def _one_group(kind: tuple[str, str, str], cells: list[tuple[int, int]]) -> list
     for order in itertools.permutations(cells):
         places = _listing([PLACES[cell] for cell in order])
         ones = _listing([f"one {PLACES[cell]}" for cell in order])
-        captions += [f"{things} {places}", f"there are {things} {places}", f"{things} {ones}",
-                     f"there are {things} {ones}"]
+        captions += [
+            f"{things} {places}",
+            f"there are {things} {places}",
+            f"{things} {ones}",
+            f"there are {things} {ones}",
+        ]
     return captions
 
 
@@ -233,8 +255,13 @@ def _two_groups(first: tuple, second: tuple) -> list[str]:
     if rel == "between":
         single, pair = (first, second) if len(cells_a) == 1 else (second, first)
         one, two = noun_phrase(single[0], 1), noun_phrase(pair[0], len(pair[1]))
-        return [f"{one} between {two}", f"there is {one} between {two}", f"{one} is between {two}",
-                f"{two} with {one} between them", f"there are {two} with {one} between them"]
+        return [
+            f"{one} between {two}",
+            f"there is {one} between {two}",
+            f"{one} is between {two}",
+            f"{two} with {one} between them",
+            f"there are {two} with {one} between them",
+        ]
     a, b = noun_phrase(kind_a, len(cells_a)), noun_phrase(kind_b, len(cells_b))
     if not rel.startswith(("left", "above")):  # canonical: the left (or upper) group first
         a, b, cells_a, cells_b, rel = b, a, cells_b, cells_a, _reverse(rel)
@@ -249,13 +276,21 @@ def _three_things(things: list[tuple[tuple[str, str, str], tuple[int, int]]]) ->
     columns = {cell[1] for _, cell in things}
     rows = {cell[0] for _, cell in things}
     captions = []
-    for axis, distinct, forward, backward in ((1, columns, "from left to right", "from right to left"),
-                                              (0, rows, "from top to bottom", "from bottom to top")):
+    for axis, distinct, forward, backward in (
+        (1, columns, "from left to right", "from right to left"),
+        (0, rows, "from top to bottom", "from bottom to top"),
+    ):
         if len(distinct) == 3:
             ordered = [noun_phrase(kind, 1) for kind, cell in sorted(things, key=lambda t: t[1][axis])]
             there, back = _listing(ordered), _listing(ordered[::-1])
-            captions += [f"{forward} {there}", f"{there} {forward}", f"{backward} {back}", f"{back} {backward}",
-                         f"there is {there} {forward}", f"there is {back} {backward}"]
+            captions += [
+                f"{forward} {there}",
+                f"{there} {forward}",
+                f"{backward} {back}",
+                f"{back} {backward}",
+                f"there is {there} {forward}",
+                f"there is {back} {backward}",
+            ]
     if captions:
         return captions
     # An L shape: the corner object shares its row with one object and its column with the other.
@@ -268,8 +303,12 @@ def _three_things(things: list[tuple[tuple[str, str, str], tuple[int, int]]]) ->
     p, q, r = noun_phrase(kind, 1), noun_phrase(row_kind, 1), noun_phrase(column_kind, 1)
     horizontal, vertical = relation(cell, row_cell), relation(cell, column_cell)
     for h in (horizontal, _to_the(horizontal)):
-        captions += [f"{p} {h} {q} and {vertical} {r}", f"{p} {vertical} {r} and {h} {q}",
-                     f"there is {p} {h} {q} and {vertical} {r}", f"there is {p} {vertical} {r} and {h} {q}"]
+        captions += [
+            f"{p} {h} {q} and {vertical} {r}",
+            f"{p} {vertical} {r} and {h} {q}",
+            f"there is {p} {h} {q} and {vertical} {r}",
+            f"there is {p} {vertical} {r} and {h} {q}",
+        ]
     return captions
 
 
@@ -309,8 +348,13 @@ def _mask(shape: str, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarray:
     return ((np.abs(dx) <= arm) & (np.abs(dy) <= r)) | ((np.abs(dy) <= arm) & (np.abs(dx) <= r))
 
 
-def render(things: list[Thing], image_size: int = 64, placements: list[Placement] | None = None,
-           noise: int = 0, noise_seed: int = 0) -> np.ndarray:
+def render(
+    things: list[Thing],
+    image_size: int = 64,
+    placements: list[Placement] | None = None,
+    noise: int = 0,
+    noise_seed: int = 0,
+) -> np.ndarray:
     """The (image_size, image_size, 3) uint8 image of a layout.
 
     ``placements`` (one per thing; default: centred, full brightness) move each
@@ -425,8 +469,9 @@ class ScenesDataset(Dataset):
         cfg = self.cfg
         rng = random.Random(f"{cfg.seed}:{split}:{index}" + (f":{attempt}" if attempt else ""))
         things = random_layout(rng, cfg.min_objects, cfg.max_objects)
-        pixels = render(things, cfg.image_size, random_placements(things, cfg.image_size, rng), cfg.noise,
-                        rng.getrandbits(64))
+        pixels = render(
+            things, cfg.image_size, random_placements(things, cfg.image_size, rng), cfg.noise, rng.getrandbits(64)
+        )
         captions = describe(things)
         references = (captions[0], *rng.sample(captions[1:], cfg.references - 1))
         item_id = f"{split}-{index:05d}"

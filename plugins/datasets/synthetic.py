@@ -38,12 +38,13 @@ preposition attaches in one way only, every noun takes at most one modifier),
 so a perfect model could reach BLEU 100. The lexicon (about 170 source lemmas,
 300 source word forms) is fixed; ``seed`` only chooses the sentences.
 """
+
 from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from zoo import register
 from zoo.config.checks import ConfigError, at_least
@@ -68,16 +69,29 @@ TRANSITIVE_VERBS = (
 ).split()
 INTRANSITIVE_VERBS = "sleep laugh smile dance jump wait work rest cry shout walk play listen arrive run".split()
 IRREGULAR_PAST = {
-    "see": "saw", "find": "found", "take": "took", "hold": "held", "build": "built", "bring": "brought",
-    "catch": "caught", "meet": "met", "sleep": "slept", "run": "ran",
+    "see": "saw",
+    "find": "found",
+    "take": "took",
+    "hold": "held",
+    "build": "built",
+    "bring": "brought",
+    "catch": "caught",
+    "meet": "met",
+    "sleep": "slept",
+    "run": "ran",
 }
 # Place and time phrases attach to the clause; "of" and "with" attach to the noun before them.
 PREPOSITIONS = "in on under near behind beside after before across from".split()
 CONJUNCTIONS = "and but because while so".split()
 # (nominative, accusative, agreement) for each pronoun.
 PRONOUNS = (
-    ("i", "me", "1sg"), ("you", "you", "2sg"), ("he", "him", "3sg"), ("she", "her", "3sg"),
-    ("it", "it", "3sg"), ("we", "us", "1pl"), ("they", "them", "3pl"),
+    ("i", "me", "1sg"),
+    ("you", "you", "2sg"),
+    ("he", "him", "3sg"),
+    ("she", "her", "3sg"),
+    ("it", "it", "3sg"),
+    ("we", "us", "1pl"),
+    ("they", "them", "3pl"),
 )
 # Determiner kinds: "the" (no target word), "a" (indefinite: a target word after the noun phrase),
 # "this" (demonstrative: a target word before it). Source spelling, singular and plural:
@@ -86,9 +100,21 @@ DETERMINERS = {"the": ("the", "the"), "a": ("a", "some"), "this": ("this", "thes
 # --------------------------------------------------------------------------- target morphology
 Suffix = tuple[str, str]  # (after a vowel, after a consonant)
 PLURAL: Suffix = ("ri", "eri")
-CASES: dict[str, Suffix] = {"nom": ("", ""), "acc": ("t", "et"), "obl": ("n", "en"), "gen": ("s", "is"), "com": ("la", "ala")}
+CASES: dict[str, Suffix] = {
+    "nom": ("", ""),
+    "acc": ("t", "et"),
+    "obl": ("n", "en"),
+    "gen": ("s", "is"),
+    "com": ("la", "ala"),
+}
 PAST: Suffix = ("vi", "evi")
-AGREEMENT: dict[str, Suffix] = {"1sg": ("m", "um"), "2sg": ("s", "us"), "3sg": ("t", "et"), "1pl": ("mo", "umo"), "3pl": ("n", "en")}
+AGREEMENT: dict[str, Suffix] = {
+    "1sg": ("m", "um"),
+    "2sg": ("s", "us"),
+    "3sg": ("t", "et"),
+    "1pl": ("mo", "umo"),
+    "3pl": ("n", "en"),
+}
 PARTICIPLE: dict[bool, Suffix] = {False: ("nu", "unu"), True: ("nur", "unur")}  # keyed by: head noun is plural
 VOWELS = "aeiou"
 
@@ -282,7 +308,10 @@ def _source_argument(arg: Argument, accusative: bool) -> list[str]:
 
 
 def _source_clause(clause: Clause) -> list[str]:
-    words = [*_source_argument(clause.subject, accusative=False), _source_verb(clause.verb, clause.past, clause.subject.agreement)]
+    words = [
+        *_source_argument(clause.subject, accusative=False),
+        _source_verb(clause.verb, clause.past, clause.subject.agreement),
+    ]
     if clause.obj is not None:
         words += _source_argument(clause.obj, accusative=True)
     for preposition, phrase in clause.places:
@@ -370,8 +399,12 @@ class SentenceGenerator:
         rng = self.rng
         # (subject is a pronoun, object: None | "pronoun" | "phrase") -> weight; cost = words used.
         shapes = {
-            (True, None): 1, (False, None): 3, (True, "pronoun"): 0.5,
-            (False, "pronoun"): 1.5, (True, "phrase"): 2, (False, "phrase"): 6,
+            (True, None): 1,
+            (False, None): 3,
+            (True, "pronoun"): 0.5,
+            (False, "pronoun"): 1.5,
+            (True, "phrase"): 2,
+            (False, "phrase"): 6,
         }
         cost = {None: 0, "pronoun": 1, "phrase": 2}
         feasible = {s: w for s, w in shapes.items() if (1 if s[0] else 2) + 1 + cost[s[1]] <= budget}
@@ -418,7 +451,11 @@ class SentenceGenerator:
             phrases.append(phrase)
             return 3
         head = rng.choice(open_phrases)
-        kinds = ["intransitive"] + (["of", "with", "transitive-pronoun"] if left >= 3 else []) + (["transitive"] if left >= 4 else [])
+        kinds = (
+            ["intransitive"]
+            + (["of", "with", "transitive-pronoun"] if left >= 3 else [])
+            + (["transitive"] if left >= 4 else [])
+        )
         kind = rng.choice(kinds)
         past = rng.random() < 0.4
         if kind in ("of", "with"):
@@ -469,7 +506,9 @@ class SyntheticDataset(Dataset):
                 at_least(self, size, 1)
             at_least(self, "min_words", 2, "the shortest sentence has 2 words")
             at_least(self, "max_words", self.min_words, "raise max_words or lower min_words")
-            if self.length_split and not (self.min_words <= self.train_max_words and self.test_min_words <= self.max_words):
+            if self.length_split and not (
+                self.min_words <= self.train_max_words and self.test_min_words <= self.max_words
+            ):
                 raise ConfigError(
                     f"length_split needs min_words <= train_max_words and test_min_words <= max_words; got "
                     f"{self.min_words}, {self.train_max_words}, {self.test_min_words}, {self.max_words}"
@@ -484,8 +523,11 @@ class SyntheticDataset(Dataset):
         generator = SentenceGenerator(random.Random(cfg.seed))
         seen: set[str] = set()
         if cfg.length_split:
-            ranges = {"train": (cfg.min_words, cfg.train_max_words), "val": (cfg.min_words, cfg.train_max_words),
-                      "test": (cfg.test_min_words, cfg.max_words)}
+            ranges = {
+                "train": (cfg.min_words, cfg.train_max_words),
+                "val": (cfg.min_words, cfg.train_max_words),
+                "test": (cfg.test_min_words, cfg.max_words),
+            }
         else:
             ranges = dict.fromkeys(("train", "val", "test"), (cfg.min_words, cfg.max_words))
         sizes = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}

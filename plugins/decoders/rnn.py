@@ -26,6 +26,7 @@ encoder-decoder of Cho et al. (2014) and Sutskever et al. (2014).
 Attention is :func:`zoo.nn.attention.attend` with one head and one query (H = 1,
 T = 1). Positional encodings are ignored: the recurrence already knows the order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,8 @@ from torch import nn
 
 from zoo import register
 from zoo.config.checks import TRAINED_BYTES, Choice, at_least, in_unit_interval, one_of, within_memory
-from zoo.nn.attention import attend
 from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
+from zoo.nn.attention import attend
 from zoo.nn.layers import TargetEmbedding
 from zoo.registry import build, get
 
@@ -83,7 +84,8 @@ class RNNDecoder(Decoder):
     @dataclass
     class Config:
         cell: Cell = Cell.gru  # recurrent cell; rnn: Elman, tanh
-        style: Style = Style.bahdanau  # bahdanau: query s_{t-1}, context into the cell | luong: query s_t, input feeding
+        # bahdanau: query s_{t-1}, context into the cell | luong: query s_t, input feeding
+        style: Style = Style.bahdanau
         hidden_size: int = 256  # units per layer; also the attention query size
         embed_dim: int = 128  # target embedding size
         layers: int = 1  # stacked recurrent cells
@@ -101,8 +103,12 @@ class RNNDecoder(Decoder):
             # Every layer's cell maps its state (and the first its embedding) to each of its gates.
             gates = {Cell.gru: 3, Cell.lstm: 4, Cell.rnn: 1}[self.cell]
             weights = gates * self.hidden_size * (self.layers * self.hidden_size + self.embed_dim)
-            within_memory(self, ("hidden_size", "embed_dim", "layers"), weights * TRAINED_BYTES,
-                          "the recurrent weights in training")
+            within_memory(
+                self,
+                ("hidden_size", "embed_dim", "layers"),
+                weights * TRAINED_BYTES,
+                "the recurrent weights in training",
+            )
 
     def __init__(
         self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int, scorer: Any, posenc: Any = None
@@ -208,4 +214,3 @@ class RNNDecoder(Decoder):
         if cs:
             new_cache["c"] = torch.stack(cs, dim=1)
         return x, new_cache
-

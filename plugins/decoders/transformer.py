@@ -1,10 +1,11 @@
 """The ``transformer`` decoder: causal self-attention, cross-attention and feed-forward blocks (Vaswani et al., 2017)."""
+
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import nn
@@ -13,8 +14,8 @@ from zoo import register
 from zoo.config.checks import TRAINED_BYTES, no_wider_than, within_memory
 from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
 from zoo.nn.layers import TargetEmbedding
-from zoo.registry import build
 from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
+from zoo.registry import build
 
 
 class DecoderLayer(nn.Module):
@@ -35,13 +36,20 @@ class DecoderLayer(nn.Module):
         ``cache`` is None (teacher forcing) or ``{"self": {...}, "cross": {...}}``, updated in place.
         """
         self_out, self_w = self.self_attn(
-            self.self_residual.open(x), causal=True, posenc=posenc, q_offset=q_offset,
-            cache=None if cache is None else cache["self"], need_weights=need_self,
+            self.self_residual.open(x),
+            causal=True,
+            posenc=posenc,
+            q_offset=q_offset,
+            cache=None if cache is None else cache["self"],
+            need_weights=need_self,
         )
         x = self.self_residual.close(x, self_out)
         cross_out, cross_w = self.cross_attn(
-            self.cross_residual.open(x), enc.memory, key_mask=enc.mask,
-            cache=None if cache is None else cache["cross"], need_weights=need_cross,
+            self.cross_residual.open(x),
+            enc.memory,
+            key_mask=enc.mask,
+            cache=None if cache is None else cache["cross"],
+            need_weights=need_cross,
         )
         x = self.cross_residual.close(x, cross_out)
         x = self.ff_residual.close(x, self.ff(self.ff_residual.open(x)))
@@ -77,24 +85,38 @@ class TransformerDecoder(Decoder):
 
     @dataclass
     class Config(TransformerLayout):
-        d_model: Optional[int] = None  # width of every block; null: the encoder's output width
+        d_model: int | None = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
 
         def __post_init__(self) -> None:
             """Checked again with d_model set when a null d_model has taken the encoder's width (at the build)."""
             super().__post_init__()
             # The same two bounds as the transformer encoder's (they would belong in TransformerLayout).
-            no_wider_than(self, "kv_latent_dim", "d_model",
-                          "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs")
+            no_wider_than(
+                self,
+                "kv_latent_dim",
+                "d_model",
+                "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs",
+            )
             if self.d_model is not None:
-                within_memory(self, ("d_model", "ff_dim", "layers"), 2 * self.d_model * self.ff_dim * self.layers
-                              * TRAINED_BYTES, "the feed-forward weights in training")
+                within_memory(
+                    self,
+                    ("d_model", "ff_dim", "layers"),
+                    2 * self.d_model * self.ff_dim * self.layers * TRAINED_BYTES,
+                    "the feed-forward weights in training",
+                )
 
     uses_self_scorer = True  # its self-attention may score with another scorer than its cross-attention
 
     def __init__(
-        self, cfg: Config, vocab_size: int, memory_dim: int, state_dim: int = 0,
-        scorer: Any = "scaled_dot", posenc: Any = "sinusoidal", self_scorer: Any = None,
+        self,
+        cfg: Config,
+        vocab_size: int,
+        memory_dim: int,
+        state_dim: int = 0,
+        scorer: Any = "scaled_dot",
+        posenc: Any = "sinusoidal",
+        self_scorer: Any = None,
     ) -> None:
         super().__init__()
         posenc = {"name": posenc} if isinstance(posenc, str) else posenc
@@ -144,8 +166,9 @@ class TransformerDecoder(Decoder):
         cross_w = None
         for i, (layer, old) in enumerate(zip(self.layers, cache["layers"])):
             layer_cache = {"self": dict(old["self"]), "cross": dict(old["cross"])}  # the caller's cache stays intact
-            x, _, cross_w = layer(x, enc, posenc=relative, q_offset=t, cache=layer_cache,
-                                  need_cross=self.attends and i == last)
+            x, _, cross_w = layer(
+                x, enc, posenc=relative, q_offset=t, cache=layer_cache, need_cross=self.attends and i == last
+            )
             new_layers.append(layer_cache)
         logits = self.target.logits(self.final_norm(x))[:, 0]
         attn = cross_w[:, :, 0].mean(dim=1) if cross_w is not None else None

@@ -20,6 +20,7 @@ of the source vectors and nothing flows back through it. The readout sees
 ``[u_t; x_t]``, the input vector next to the states, so the frontend embedding still
 learns, through the readout's input columns.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +30,15 @@ from torch import nn
 
 from zoo import register
 from zoo.config.checks import (
-    FROZEN_BYTES, TRAINED_BYTES, Choice, at_least, fraction, in_unit_interval, one_of, positive, within_memory,
+    FROZEN_BYTES,
+    TRAINED_BYTES,
+    Choice,
+    at_least,
+    fraction,
+    in_unit_interval,
+    one_of,
+    positive,
+    within_memory,
 )
 from zoo.contracts import Encoder, EncoderOutput
 from zoo.reservoir import ACTIVATIONS, Reservoir, reverse_padded
@@ -50,8 +59,9 @@ def check_reservoir_fields(cfg: EchoStateEncoder.Config | ExtremeLearningMachine
     in_unit_interval(cfg, "dropout")
 
 
-def check_reservoir_memory(cfg: EchoStateEncoder.Config | ExtremeLearningMachineEncoder.Config, directions: int,
-                           recurrent: bool) -> None:
+def check_reservoir_memory(
+    cfg: EchoStateEncoder.Config | ExtremeLearningMachineEncoder.Config, directions: int, recurrent: bool
+) -> None:
     """Refuse reservoirs that could never be allocated: each recurrent one holds a dense N x N matrix W
     (stored dense whatever its connectivity, and its spectral radius is computed on it), and the two
     readouts are trained on the N states of every layer and direction."""
@@ -59,8 +69,9 @@ def check_reservoir_memory(cfg: EchoStateEncoder.Config | ExtremeLearningMachine
     per_weight = TRAINED_BYTES if cfg.trainable_reservoir else FROZEN_BYTES
     recurrent_bytes = reservoirs * cfg.units**2 * per_weight if recurrent else 0
     readout_bytes = 2 * reservoirs * cfg.units * cfg.readout_dim * TRAINED_BYTES
-    within_memory(cfg, ("units", "layers", "readout_dim"), recurrent_bytes + readout_bytes,
-                  "the reservoirs and readouts")
+    within_memory(
+        cfg, ("units", "layers", "readout_dim"), recurrent_bytes + readout_bytes, "the reservoirs and readouts"
+    )
 
 
 class ReservoirEncoder(Encoder):
@@ -149,11 +160,13 @@ class EchoStateEncoder(ReservoirEncoder):
         bidirectional: bool = True  # add a reservoir (seed + 1) reading each sequence right-to-left
         leak_rate: float = 0.5  # a in x_t = (1 - a) x_{t-1} + a f(...); in (0, 1]
         spectral_radius: float = 0.9  # largest |eigenvalue| of W; below ~1 for the echo state property
-        input_scaling: float = 0.3  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
+        # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
+        input_scaling: float = 0.3
         connectivity: float = 0.1  # density of W
         input_connectivity: float = 1.0  # density of W_in
         bias_scaling: float = 0.2  # b uniform in [-bias_scaling, bias_scaling]
-        activation: ReservoirActivation = ReservoirActivation.tanh  # f in the state update; identity: a linear reservoir
+        # f in the state update; identity: a linear reservoir
+        activation: ReservoirActivation = ReservoirActivation.tanh
         seed: int = 0  # reservoir k = layer * directions + direction is drawn from seed + k
         trainable_reservoir: bool = False  # make W_in, W, b Parameters (backprop through time) instead of buffers
         readout_dim: int = 256  # readout width = output_dim = state_dim
@@ -184,10 +197,12 @@ class ExtremeLearningMachineEncoder(ReservoirEncoder):
         units: int = 512  # random hidden units N per layer
         layers: int = 1  # stacked random layers: layer l+1 is driven by layer l's features
         leak_rate: float = 1.0  # 1: x_t depends on u_t only; < 1 smooths features over time (still no W)
-        input_scaling: float = 1.0  # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
+        # std of each unit's input drive for unit-variance inputs (W_in is fan-in normalised)
+        input_scaling: float = 1.0
         input_connectivity: float = 1.0  # density of W_in
         bias_scaling: float = 0.2  # b uniform in [-bias_scaling, bias_scaling]
-        activation: ReservoirActivation = ReservoirActivation.tanh  # f in the state update; identity: a linear reservoir
+        # f in the state update; identity: a linear reservoir
+        activation: ReservoirActivation = ReservoirActivation.tanh
         seed: int = 0  # layer l is drawn from seed + l
         trainable_reservoir: bool = False  # make W_in, b Parameters instead of buffers
         readout_dim: int = 256  # readout width = output_dim = state_dim

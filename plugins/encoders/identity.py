@@ -1,4 +1,5 @@
 """The ``identity`` encoder: the frontend's vectors are the memory, their mean the summary."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,6 +10,7 @@ A bidirectional encoder runs one RNN left-to-right and one right-to-left and
 concatenates their outputs at every position (Schuster & Paliwal, 1997), which is
 how Bahdanau et al. (2015) annotate source words.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,12 @@ class RecurrentEncoder(Encoder):
             at_least(self, "layers", 1)
             in_unit_interval(self, "dropout")
             directions = 2 if self.bidirectional else 1
-            within_memory(self, ("hidden_size", "layers"), directions * self.layers * self.hidden_size**2
-                          * TRAINED_BYTES, "the recurrent weights in training (one hidden x hidden matrix a layer)")
+            within_memory(
+                self,
+                ("hidden_size", "layers"),
+                directions * self.layers * self.hidden_size**2 * TRAINED_BYTES,
+                "the recurrent weights in training (one hidden x hidden matrix a layer)",
+            )
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__()

@@ -1,4 +1,5 @@
 """The ``transformer`` encoder: stacked self-attention + feed-forward blocks (Vaswani et al., 2017)."""
+
 from __future__ import annotations
 
 import logging
@@ -27,7 +28,7 @@ class TransformerEncoderOutput(EncoderOutput):
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each inside a :class:`Residual`."""
 
-    def __init__(self, cfg: "TransformerEncoder.Config", scorer: Any) -> None:
+    def __init__(self, cfg: TransformerEncoder.Config, scorer: Any) -> None:
         super().__init__()
         self.self_attn = layout_attention(cfg, scorer, projections=cfg.self_attention_projections)
         self.attn_residual = Residual(cfg)
@@ -36,7 +37,9 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x, mask, posenc=None, need_weights=False):
         """x (B, S, D), mask (B, S) -> (x (B, S, D), weights (B, H, S, S) or None)."""
-        out, weights = self.self_attn(self.attn_residual.open(x), key_mask=mask, posenc=posenc, need_weights=need_weights)
+        out, weights = self.self_attn(
+            self.attn_residual.open(x), key_mask=mask, posenc=posenc, need_weights=need_weights
+        )
         x = self.attn_residual.close(x, out)
         x = self.ff_residual.close(x, self.ff(self.ff_residual.open(x)))
         return x, weights
@@ -70,15 +73,24 @@ class TransformerEncoder(Encoder):
 
     @dataclass
     class Config(TransformerLayout):
-        self_attention_projections: bool = True  # false: parameter-free self-attention, the vectors themselves are queries, keys and values
+        # false: parameter-free self-attention, the vectors themselves are queries, keys and values
+        self_attention_projections: bool = True
 
         def __post_init__(self) -> None:
             super().__post_init__()
             # The same two bounds as the transformer decoder's (they would belong in TransformerLayout).
-            no_wider_than(self, "kv_latent_dim", "d_model",
-                          "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs")
-            within_memory(self, ("d_model", "ff_dim", "layers"), 2 * self.d_model * self.ff_dim * self.layers
-                          * TRAINED_BYTES, "the feed-forward weights in training")
+            no_wider_than(
+                self,
+                "kv_latent_dim",
+                "d_model",
+                "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs",
+            )
+            within_memory(
+                self,
+                ("d_model", "ff_dim", "layers"),
+                2 * self.d_model * self.ff_dim * self.layers * TRAINED_BYTES,
+                "the feed-forward weights in training",
+            )
             if not self.self_attention_projections and (self.kv_heads not in (None, self.heads) or self.kv_latent_dim):
                 raise ConfigError(
                     "self_attention_projections=False compares the vectors themselves, so it has no key/value "
@@ -101,15 +113,21 @@ class TransformerEncoder(Encoder):
                 )
         self.input_proj = nn.Identity()
         if input_dim != cfg.d_model:
-            log.info("transformer encoder: a linear map takes %d-wide inputs to d_model=%d "
-                     "(leave frontend.dim unset to embed at d_model)", input_dim, cfg.d_model)
+            log.info(
+                "transformer encoder: a linear map takes %d-wide inputs to d_model=%d "
+                "(leave frontend.dim unset to embed at d_model)",
+                input_dim,
+                cfg.d_model,
+            )
             self.input_proj = nn.Linear(input_dim, cfg.d_model)
         self.layers = nn.ModuleList(EncoderLayer(cfg, scorer) for _ in range(cfg.layers))
         self.final_norm = final_norm(cfg)
         self.output_dim = self.state_dim = cfg.d_model
         self.return_attention = False
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool | None = None) -> TransformerEncoderOutput:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool | None = None
+    ) -> TransformerEncoderOutput:
         need_weights = self.return_attention if need_weights is None else need_weights
         h = self.input_proj(x)
         maps = []

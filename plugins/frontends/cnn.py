@@ -1,8 +1,8 @@
 """The ``cnn`` frontend: a small convolutional network trained from scratch with the captioner."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 from torch import nn
@@ -37,8 +37,10 @@ class CNNFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: Optional[int] = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
-        channels: list[int] = field(default_factory=lambda: [16, 32, 64])  # channels of each stage; each halves the side
+        dim: int | None = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
+        channels: list[int] = field(
+            default_factory=lambda: [16, 32, 64]
+        )  # channels of each stage; each halves the side
         convolutions: int = 1  # 3x3 convolutions per stage (VGG has 2-3; 1 keeps a CPU run fast)
         positions: bool = True  # add a learned row + column embedding to each grid cell
         dropout: float = 0.1  # dropout on the grid vectors

@@ -1,8 +1,8 @@
 """The ``features`` frontend: precomputed image features (from ``zoo features`` or your own backbone)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -28,7 +28,7 @@ class FeatureFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: Optional[int] = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
+        dim: int | None = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
         positions: bool = True  # add a learned row + column embedding to each grid cell
         dropout: float = 0.1  # dropout on the projected vectors
 

@@ -1,8 +1,8 @@
 """The ``patches`` frontend: an image cut into square patches, each linearly embedded (ViT)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -30,7 +30,7 @@ class PatchFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: Optional[int] = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
+        dim: int | None = None  # output width; null: the encoder's width (a Transformer's d_model, else 128)
         patch_size: int = 8  # side of a patch in pixels; the image side must be a multiple of it
         positions: bool = True  # add a learned row + column embedding to each patch
         dropout: float = 0.1  # dropout on the patch vectors

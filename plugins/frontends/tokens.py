@@ -1,9 +1,9 @@
 """The ``tokens`` frontend: a learned embedding for each source token id."""
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -27,7 +27,8 @@ class TokenFrontend(Frontend):
 
     @dataclass
     class Config:
-        dim: Optional[int] = None  # embedding size = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
+        # embedding size = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
+        dim: int | None = None
         scale: bool = False  # multiply embeddings by sqrt(dim)
         dropout: float = 0.1  # dropout on the embedded vectors
 

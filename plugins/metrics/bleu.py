@@ -1,8 +1,9 @@
 """The ``bleu`` metric: corpus BLEU (Papineni et al., 2002) through sacrebleu (Post, 2018)."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from sacrebleu.metrics import BLEU
 

@@ -1,8 +1,9 @@
 """The ``chrf`` metric: character n-gram F-score (Popović, 2015) through sacrebleu."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from sacrebleu.metrics import CHRF
 

@@ -11,11 +11,12 @@ the mean over orders and references is multiplied by 10. Term frequencies are ra
 as in that code. (It counts lengths in bigrams, words − 1: the same difference except
 for an empty caption, whose similarity is 0 either way.)
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from zoo import register
 from zoo.metrics.coco import MeanOfItems, ngram_counts, signature, tokenize_corpus

@@ -8,15 +8,15 @@ smoothing beyond two tiny constants (``1e-15`` added to the matches, ``1e-9`` to
 n-gram and reference counts, so that a hypothesis without a match scores zero instead of
 failing) and BLEU-n as the geometric mean of the precisions of orders 1 … n.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from zoo import register
 from zoo.contracts import Metric
-
 from zoo.metrics.coco import ngram_counts, signature, tokenize_corpus
 
 TINY = 1e-15  # added to the clipped matches of each order and to the hypothesis length
@@ -79,7 +79,8 @@ class CocoBleu(Metric):
 
     @dataclass
     class Config:
-        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        tokenize: bool = True
 
     def _stats(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[BleuStats]:
         hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)

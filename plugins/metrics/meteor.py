@@ -7,10 +7,12 @@ installed; elsewhere :meth:`Meteor.unavailable` says what is missing and the met
 leaves the metric out. The Java process starts at the first score (a few seconds, 2 GB
 of heap) and serves every later call of the same metric object.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from zoo import register
 from zoo.contracts import Metric
@@ -25,7 +27,8 @@ class JavaScorer(Metric):
 
     @dataclass
     class Config:
-        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        tokenize: bool = True
 
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)

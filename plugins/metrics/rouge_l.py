@@ -7,9 +7,10 @@ over references of LCS / reference length (the two maxima may come from differen
 references), and F = (1 + β²) P R / (R + β² P) with β = 1.2, or 0 when P or R is 0.
 The corpus score is the mean over items.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from zoo import register
 from zoo.metrics.coco import MeanOfItems, signature, tokenize_corpus

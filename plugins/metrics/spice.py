@@ -6,13 +6,15 @@ pycocoevalcap downloads at first use. zoo never downloads anything: the metric i
 available only where Java, pycocoevalcap and those jars are already installed, and
 :meth:`Spice.unavailable` says otherwise what to do.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
+from zoo_plugins.metrics.meteor import JavaScorer
+
 from zoo import register
 from zoo.metrics.coco import signature
-from zoo_plugins.metrics.meteor import JavaScorer
 
 CORENLP = ("spice/lib/stanford-corenlp-3.6.0.jar", "spice/lib/stanford-corenlp-3.6.0-models.jar")
 
@@ -33,8 +35,8 @@ class Spice(JavaScorer):
         if reason and "stanford-corenlp" in reason:
             return (
                 "spice needs Stanford CoreNLP 3.6.0 in pycocoevalcap/spice/lib, which pycocoevalcap downloads at first "
-                "use and zoo never does: run `python -c \"from pycocoevalcap.spice.get_stanford_models import "
-                "get_stanford_models as g; g()\"` once"
+                'use and zoo never does: run `python -c "from pycocoevalcap.spice.get_stanford_models import '
+                'get_stanford_models as g; g()"` once'
             )
         return reason
 

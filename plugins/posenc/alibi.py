@@ -1,4 +1,5 @@
 """The ``alibi`` positional encoding: a linear distance penalty per head (Press et al., 2022)."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """The ``learned`` positional encoding: one trained vector per position (Gehring et al., 2017; Devlin et al., 2019)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

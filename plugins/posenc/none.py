@@ -1,4 +1,5 @@
 """The ``none`` positional encoding: order comes only from the model itself (e.g. recurrence)."""
+
 from dataclasses import dataclass
 
 from zoo import register

@@ -1,4 +1,5 @@
 """The ``relative`` positional encoding: T5's learned bias per bucketed offset (Raffel et al., 2020)."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,9 @@ from zoo.config.checks import ConfigError, at_least
 from zoo.contracts import PositionalEncoding
 
 
-def relative_bucket(offset: torch.Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+def relative_bucket(
+    offset: torch.Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
     """Bucket index of each ``offset = key_position - query_position`` (Raffel et al., 2020).
 
     Bidirectional: half the buckets are for keys after the query, half for keys at
@@ -54,8 +57,12 @@ class T5RelativeBias(PositionalEncoding):
             at_least(self, "num_buckets", 4)
             if self.num_buckets % 2:
                 raise ConfigError(f"num_buckets={self.num_buckets} must be even: half are for each direction")
-            at_least(self, "max_distance", self.num_buckets // 2 + 1,
-                     "the distances below num_buckets/2 already get one bucket each")
+            at_least(
+                self,
+                "max_distance",
+                self.num_buckets // 2 + 1,
+                "the distances below num_buckets/2 already get one bucket each",
+            )
 
     def __init__(self, cfg: Config, dim: int, heads: int = 1) -> None:
         super().__init__()

@@ -1,4 +1,5 @@
 """The ``rotary`` positional encoding, RoPE: rotate queries and keys by their position (Su et al., 2021)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ class RotaryPositionalEncoding(PositionalEncoding):
             )
         self.head_dim = dim // heads
         exponents = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
-        self.register_buffer("inv_freq", cfg.base ** -exponents, persistent=False)
+        self.register_buffer("inv_freq", cfg.base**-exponents, persistent=False)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
         if q.shape[-1] != self.head_dim or k.shape[-1] != self.head_dim:

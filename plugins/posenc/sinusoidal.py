@@ -1,4 +1,5 @@
 """The ``sinusoidal`` positional encoding: fixed sine and cosine waves (Vaswani et al., 2017)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         super().__init__()
         self.dim = dim
         exponents = torch.arange(0, dim, 2, dtype=torch.float32) / dim  # 2i / D for i = 0 .. ceil(D/2)-1
-        self.register_buffer("inv_freq", cfg.base ** -exponents, persistent=False)
+        self.register_buffer("inv_freq", cfg.base**-exponents, persistent=False)
 
     def table(self, length: int, offset: int = 0) -> torch.Tensor:
         """PE for positions ``offset .. offset+length-1``: (length, D), sin and cos interleaved."""

@@ -13,12 +13,14 @@ decoded and resized once per run (:class:`~zoo.data.images.ImageStore`), or the
 image's row in a precomputed feature table when the frontend reads features.
 Only the caption side has a tokenizer.
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -63,10 +65,10 @@ class CaptioningTask(Task):
 
     @dataclass
     class Config:
-        image_size: Optional[int] = None  # square side in pixels; null: the frontend's (pretrained: 224), else 64
+        image_size: int | None = None  # square side in pixels; null: the frontend's (pretrained: 224), else 64
         fit: Fit = Fit.center  # center: shorter side to image_size, then the central square; stretch: squeeze
         cache: Cache = Cache.memory  # decoded images in memory or in a memory-mapped file under cache/
-        features: Optional[str] = None  # precomputed features (file or folder, from `zoo features`) for frontend=features
+        features: str | None = None  # precomputed features (file or folder, from `zoo features`) for frontend=features
         max_caption_len: int = 32  # longest generated caption in tokens, end of sentence included
 
         def __post_init__(self) -> None:

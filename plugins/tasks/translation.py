@@ -1,10 +1,12 @@
 """The ``translation`` task: a sentence in, its translation out."""
+
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 

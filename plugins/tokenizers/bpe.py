@@ -1,4 +1,5 @@
 """The ``bpe`` tokenizer: byte-pair-encoding subwords (Sennrich et al., 2016)."""
+
 from dataclasses import dataclass
 
 from tokenizers import Tokenizer as HFPipeline
@@ -32,7 +33,9 @@ class BPETokenizer(HFTokenizer):
         lowercase: bool = False  # lowercase text before splitting it
 
         def __post_init__(self) -> None:
-            at_least(self, "vocab_size", len(SPECIAL_TOKENS) + 1, f"the {len(SPECIAL_TOKENS)} special tokens come first")
+            at_least(
+                self, "vocab_size", len(SPECIAL_TOKENS) + 1, f"the {len(SPECIAL_TOKENS)} special tokens come first"
+            )
             at_least(self, "min_frequency", 1)
 
     def pipeline(self) -> HFPipeline:

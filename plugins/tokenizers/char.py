@@ -1,9 +1,9 @@
 """The ``char`` tokenizer: every character (spaces included) is one token."""
+
 from dataclasses import dataclass
 
-from tokenizers import Regex
+from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as HFPipeline
-from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from zoo import register
 from zoo.config.checks import at_least

@@ -1,4 +1,5 @@
 """The ``word`` tokenizer: one token per word or punctuation mark."""
+
 from dataclasses import dataclass
 
 from tokenizers import Tokenizer as HFPipeline

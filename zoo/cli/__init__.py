@@ -1,4 +1,5 @@
 """The ``zoo`` command: train (Hydra), list, translate, caption, attention, features, compare, dashboard."""
+
 from __future__ import annotations
 
 import importlib
@@ -6,18 +7,33 @@ import importlib.metadata
 import os
 import sys
 
-from zoo.config.suggest import did_you_mean, with_hint
 from zoo.cli.signals import CommandInterrupted, stopped_by_signals
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import VERBOSE_VARIABLE, ZooError, report
 
 # command -> (module:function under zoo.cli, one-line description)
 COMMANDS = {
-    "train": ("train:run", "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)"),
+    "train": (
+        "train:run",
+        "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)",
+    ),
     "list": ("catalogue:run", "list registered components with their config fields"),
-    "translate": ("predict:translate", "translate sentences (arguments, or stdin: one output line per input line) with a run's checkpoint"),
-    "caption": ("predict:caption", "caption image files (one FILE<TAB>CAPTION line each) with a captioning run's checkpoint"),
-    "attention": ("predict:attention", "attention pictures (PNG) of one sentence or image; --html: an interactive explorer"),
-    "features": ("features:run", "run an image backbone (frontend=pretrained) over a dataset once; train on it with frontend=features"),
+    "translate": (
+        "predict:translate",
+        "translate sentences (arguments, or stdin: one output line per input line) with a run's checkpoint",
+    ),
+    "caption": (
+        "predict:caption",
+        "caption image files (one FILE<TAB>CAPTION line each) with a captioning run's checkpoint",
+    ),
+    "attention": (
+        "predict:attention",
+        "attention pictures (PNG) of one sentence or image; --html: an interactive explorer",
+    ),
+    "features": (
+        "features:run",
+        "run an image backbone (frontend=pretrained) over a dataset once; train on it with frontend=features",
+    ),
     "compare": ("compare:run", "leaderboard of runs (run or sweep directories): mean ± std over seeds, costs"),
     "dashboard": ("dashboard:run", "serve the comparison report on this machine, redrawn as runs progress"),
 }
@@ -46,8 +62,11 @@ FLAGS = ("--help", "--verbose", "--version")
 def unknown_command(name: str) -> str:
     """The line for a first argument that is neither a command nor one of zoo's flags, with the closest."""
     known = FLAGS if name.startswith("-") else COMMANDS
-    return with_hint(f"unknown {'option' if name.startswith('-') else 'command'} '{name}'", did_you_mean(name, known),
-                     f"commands: {', '.join(COMMANDS)}; options: {', '.join(FLAGS)} (zoo --help describes them)")
+    return with_hint(
+        f"unknown {'option' if name.startswith('-') else 'command'} '{name}'",
+        did_you_mean(name, known),
+        f"commands: {', '.join(COMMANDS)}; options: {', '.join(FLAGS)} (zoo --help describes them)",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
 """``python -m zoo.cli`` is the ``zoo`` command."""
+
 from zoo.cli import main
 
 main()

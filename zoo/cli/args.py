@@ -1,4 +1,5 @@
 """The argument parser of every ``zoo`` command except ``train`` (Hydra's)."""
+
 from __future__ import annotations
 
 import argparse

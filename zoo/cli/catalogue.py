@@ -1,5 +1,6 @@
 """``zoo list``: every registered component with its config fields, their allowed values and comments,
 and the optional groups that offer a kind's components again (``cross_attention``)."""
+
 from __future__ import annotations
 
 from zoo.cli.args import CommandParser
@@ -48,8 +49,13 @@ def check_filter(text: str, kinds: list[Kind]) -> None:
     known = [entry.name for kind in kinds for entry in registry.entries(kind.name)]
     if not any(text in name for name in known):
         listing = f"zoo list {kinds[0].name}" if len(kinds) == 1 else "zoo list"
-        raise registry.RegistryError(with_hint(f"--filter {text}: no component's name contains '{text}'",
-                                               did_you_mean(text, known), f"`{listing}` shows them all"))
+        raise registry.RegistryError(
+            with_hint(
+                f"--filter {text}: no component's name contains '{text}'",
+                did_you_mean(text, known),
+                f"`{listing}` shows them all",
+            )
+        )
 
 
 def field_lines(fields: list[FieldInfo]) -> list[str]:

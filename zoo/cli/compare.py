@@ -1,4 +1,5 @@
 """``zoo compare``: a leaderboard of configurations over seeds."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,13 +15,20 @@ def run(args: list[str], description: str) -> None:
 
     parser = CommandParser(prog="zoo compare", description=description)
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. a multirun sweep)")
-    parser.add_argument("--by", default="", help="group by these settings instead of by configuration: any config "
-                                                 "key or config group: encoder,attention or optim.lr or seed or model")
+    parser.add_argument(
+        "--by",
+        default="",
+        help="group by these settings instead of by configuration: any config "
+        "key or config group: encoder,attention or optim.lr or seed or model",
+    )
     parser.add_argument("--sort", help="metric to sort by (default: the runs' monitored metric)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="table (terminal), markdown, csv or json")
-    parser.add_argument("--baseline", help="a configuration (its name in the table) to test every other against: "
-                                           "difference, 95%% CI and Holm-adjusted p-value of the sorted metric "
-                                           "(bootstrap over seeds and test items)")
+    parser.add_argument(
+        "--baseline",
+        help="a configuration (its name in the table) to test every other against: "
+        "difference, 95%% CI and Holm-adjusted p-value of the sorted metric "
+        "(bootstrap over seeds and test items)",
+    )
     parser.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report (charts, samples)")
     opts = parser.parse_args(args)
     if opts.html:

@@ -1,4 +1,5 @@
 """``zoo dashboard``: watch runs and sweeps in a browser while they train."""
+
 from __future__ import annotations
 
 from zoo.cli.args import CommandParser, port_number, positive_int
@@ -26,8 +27,10 @@ def run(args: list[str], description: str) -> None:
     try:
         server = make_server(opts.paths, opts.host, opts.port, opts.refresh)
     except OSError as error:  # the port is taken, or the address is not this machine's
-        raise ZooError(f"cannot listen on {opts.host}:{opts.port} ({error.strerror or error}); "
-                       "choose another --port (0: any free one) or --host") from None
+        raise ZooError(
+            f"cannot listen on {opts.host}:{opts.port} ({error.strerror or error}); "
+            "choose another --port (0: any free one) or --host"
+        ) from None
     host, port = server.server_address[:2]
     print(f"zoo dashboard: http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
     try:

@@ -5,6 +5,7 @@ dataset says which images, the task how they are resized, the frontend which
 backbone. Training then reads the file with ``frontend=features task.features=OUT``
 and spends no time in the backbone. An existing OUT is never overwritten.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,9 @@ class FeatureCommandError(ZooError, ValueError):
 def run(args: list[str], description: str) -> None:
     parser = CommandParser(prog="zoo features", description=description)
     parser.add_argument("out", help="the .pt file to write (must not exist yet)")
-    parser.add_argument("overrides", nargs="*", help="config overrides as for zoo train, e.g. frontend=pretrained dataset=karpathy")
+    parser.add_argument(
+        "overrides", nargs="*", help="config overrides as for zoo train, e.g. frontend=pretrained dataset=karpathy"
+    )
     opts = parser.parse_args(args)
     out = Path(opts.out)
     if out.exists():
@@ -43,8 +46,10 @@ def run(args: list[str], description: str) -> None:
     table.save(partial)
     os.replace(partial, out)
     rows, columns = table.grid
-    print(f"wrote features of {len(table.features)} images ({rows}x{columns} grid, {table.feature_dim} each) "
-          f"to {out} in {time.perf_counter() - started:.0f} s; train with: frontend=features task.features={out}")
+    print(
+        f"wrote features of {len(table.features)} images ({rows}x{columns} grid, {table.feature_dim} each) "
+        f"to {out} in {time.perf_counter() - started:.0f} s; train with: frontend=features task.features={out}"
+    )
 
 
 def _compose(overrides: list[str]):
@@ -73,9 +78,14 @@ def extract(cfg):
 
     task = build_task(cfg)
     if task.source_kind != "image" or task.reads_features:
-        raise FeatureCommandError("zoo features needs a captioning task with an image frontend such as frontend=pretrained")
-    images = list({item.source.key: item.source for items in build("dataset", cfg.dataset).splits().values()
-                   for item in items}.values())
+        raise FeatureCommandError(
+            "zoo features needs a captioning task with an image frontend such as frontend=pretrained"
+        )
+    images = list(
+        {
+            item.source.key: item.source for items in build("dataset", cfg.dataset).splits().values() for item in items
+        }.values()
+    )
     description = task.source_description()
     frontend = build("frontend", {**cfg.frontend, "dim": cfg.frontend.dim or 1}, source=description).eval()
     if not frontend.feature_dim:

@@ -14,6 +14,7 @@ as UTF-8 whatever the locale), a sentence longer than the run accepts (see
 an image that is missing, a folder, too large, truncated or no image at all. An
 empty stdin is an error of its own: a script whose input went missing learns it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,10 @@ import os
 import sys
 import types
 import typing
+from collections.abc import Iterable, Iterator
 from enum import Enum
 from itertools import islice
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from zoo.cli.args import CommandParser, positive_int
 from zoo.errors import report
@@ -44,13 +46,24 @@ def _parser(command: str, description: str) -> CommandParser:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """--checkpoint, --threads, --batch-size and one option per decoding field."""
     parser.add_argument(
-        "--checkpoint", default="best", metavar="best|last|PATH",
+        "--checkpoint",
+        default="best",
+        metavar="best|last|PATH",
         help="the weights to use: best (default, checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
     )
-    parser.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)")
-    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
-                        help="inputs decoded together (default: 64); 1 answers each stdin line as soon as it arrives")
-    _add_decode_options(parser.add_argument_group("decoding", "each one overrides the run's own decode config (its decode.* fields)"))
+    parser.add_argument(
+        "--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=64,
+        metavar="N",
+        help="inputs decoded together (default: 64); 1 answers each stdin line as soon as it arrives",
+    )
+    _add_decode_options(
+        parser.add_argument_group("decoding", "each one overrides the run's own decode config (its decode.* fields)")
+    )
 
 
 def _add_decode_options(group: Any) -> None:
@@ -68,14 +81,20 @@ def _add_decode_options(group: Any) -> None:
             default = field.default_factory() if field.default_factory is not dataclasses.MISSING else "none"
         comment = _field_comment(DecodeConfig, field.name)
         helptext = (f"{comment}; " if comment else "") + f"config default: {default}"
-        kwargs: dict[str, Any] = {"dest": _DEST + field.name, "default": argparse.SUPPRESS, "help": helptext.replace("%", "%%")}
+        kwargs: dict[str, Any] = {
+            "dest": _DEST + field.name,
+            "default": argparse.SUPPRESS,
+            "help": helptext.replace("%", "%%"),
+        }
         if isinstance(kind, type) and issubclass(kind, Enum):
             words = [member.value for member in kind] + (["none"] if optional else [])
             kwargs.update(type=_choice_parser(words, optional), metavar="|".join(words))
         elif kind is bool:
             kwargs.update(action=argparse.BooleanOptionalAction)
         else:
-            kwargs.update(type=_value_parser(kind, optional), metavar={int: "N", float: "X"}.get(kind, field.name.upper()))
+            kwargs.update(
+                type=_value_parser(kind, optional), metavar={int: "N", float: "X"}.get(kind, field.name.upper())
+            )
         group.add_argument(*flags, **kwargs)
 
 
@@ -117,7 +136,7 @@ def _value_parser(kind: Any, optional: bool):
 
 def _decode_overrides(opts: argparse.Namespace) -> dict[str, Any]:
     """The decoding fields given on the command line (the Enum ones still as plain words)."""
-    return {dest[len(_DEST):]: value for dest, value in vars(opts).items() if dest.startswith(_DEST)}
+    return {dest[len(_DEST) :]: value for dest, value in vars(opts).items() if dest.startswith(_DEST)}
 
 
 def _load(opts: argparse.Namespace):
@@ -146,7 +165,7 @@ def _as_option(message: str, overrides: dict[str, Any]) -> str:
     for name, value in overrides.items():
         if message.startswith(f"{name}=") and " must be " in message:
             flag = DECODE_FLAGS.get(name, ("--" + name.replace("_", "-"),))[0]
-            return f"{flag} {value}" + message[message.index(" must be "):]
+            return f"{flag} {value}" + message[message.index(" must be ") :]
     return message
 
 
@@ -198,8 +217,11 @@ def _exit_if_refused(refused: int) -> None:
 
 def translate(args: list[str], description: str) -> None:
     parser = _parser("translate", description)
-    parser.add_argument("sentences", nargs="*",
-                        help="sentences to translate; none: every stdin line (an empty line gives an empty line)")
+    parser.add_argument(
+        "sentences",
+        nargs="*",
+        help="sentences to translate; none: every stdin line (an empty line gives an empty line)",
+    )
     _add_run_options(parser)
     opts = parser.parse_intermixed_args(args)
     predictor, decode = _load(opts)
@@ -212,20 +234,25 @@ def translate(args: list[str], description: str) -> None:
     for batch in _batches(inputs, opts.batch_size):
         texts = [text for _, text in batch if text.strip()]  # the model never sees an empty input
         outputs = predictor.predictions(texts, opts.batch_size, **decode)
-        refused += _print_results((("", where, next(outputs) if text.strip() else "") for where, text in batch),
-                                  "its output line is empty")
+        refused += _print_results(
+            (("", where, next(outputs) if text.strip() else "") for where, text in batch), "its output line is empty"
+        )
         answered += len(batch)
     if not answered:
         from zoo.inference import InputError
 
-        raise InputError("stdin is empty: nothing to translate; give sentences as arguments (zoo translate RUN "
-                         "'a sentence') or one per line on stdin (zoo translate RUN < FILE)")
+        raise InputError(
+            "stdin is empty: nothing to translate; give sentences as arguments (zoo translate RUN "
+            "'a sentence') or one per line on stdin (zoo translate RUN < FILE)"
+        )
     _exit_if_refused(refused)
 
 
 def caption(args: list[str], description: str) -> None:
     parser = _parser("caption", description)
-    parser.add_argument("images", nargs="+", help="image files (any format Pillow reads); prints one FILE<TAB>CAPTION line each")
+    parser.add_argument(
+        "images", nargs="+", help="image files (any format Pillow reads); prints one FILE<TAB>CAPTION line each"
+    )
     _add_run_options(parser)
     opts = parser.parse_intermixed_args(args)
     predictor, decode = _load(opts)
@@ -233,8 +260,9 @@ def caption(args: list[str], description: str) -> None:
     refused = 0
     for batch in _batches(opts.images, opts.batch_size):
         outputs = predictor.predictions(batch, opts.batch_size, **decode)
-        refused += _print_results(((f"{image}\t", "", output) for image, output in zip(batch, outputs)),
-                                  "its caption is empty")
+        refused += _print_results(
+            ((f"{image}\t", "", output) for image, output in zip(batch, outputs)), "its caption is empty"
+        )
     _exit_if_refused(refused)
 
 

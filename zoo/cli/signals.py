@@ -4,12 +4,13 @@
 puts this handler back when the job ends); before that, and in every other command (``translate`` and
 ``caption`` while they predict, ``compare``, ``dashboard``), a signal stops the command at once.
 """
+
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class CommandInterrupted(BaseException):

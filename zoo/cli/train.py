@@ -1,4 +1,5 @@
 """``zoo train``: Hydra overrides in, one training job (or a sweep) out, through :mod:`zoo.training.entry`."""
+
 from __future__ import annotations
 
 

@@ -11,11 +11,13 @@ A field left at None (an Optional not set) passes every range check.
 :func:`within_memory` bounds what settings cost: a width whose weights could never
 be allocated on this machine is refused before any data loads, not after minutes.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from zoo.errors import ZooError
 
@@ -124,8 +126,10 @@ def within_memory(cfg: Any, fields: tuple[str, ...], nbytes: float, what: str) -
     limit = physical_memory()
     if nbytes > limit:
         settings = ", ".join(f"{field}={getattr(cfg, field)!r}" for field in fields)
-        raise ConfigError(f"{settings} need at least {_gib(nbytes)} for {what}, more than this machine's memory "
-                          f"({_gib(limit)}); lower {'it' if len(fields) == 1 else 'them'}")
+        raise ConfigError(
+            f"{settings} need at least {_gib(nbytes)} for {what}, more than this machine's memory "
+            f"({_gib(limit)}); lower {'it' if len(fields) == 1 else 'them'}"
+        )
 
 
 def _gib(nbytes: float) -> str:

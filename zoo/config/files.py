@@ -4,6 +4,7 @@ A run's ``config.yaml`` and ``.hydra/overrides.yaml`` are written once, when the
 an editor, a full disk or a copy cut short can leave one that is no longer YAML. PyYAML's
 report on it is a page of parser state; the user needs the file, the place and what to do.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,7 @@ suggests ``+key=value``, which adds a key nothing reads. Here a report is folded
 config key (``encoder.hiden_size``), a group's option (``encoder=gruu``) or a field's value
 (``decode.strategy=beem``).
 """
+
 from __future__ import annotations
 
 import re
@@ -52,12 +53,19 @@ def override_key(override: str) -> str:
 def unreadable(override: str, error: Exception) -> str:
     """Why Hydra cannot read ``override``, and how to write it."""
     if "=" not in override and not override.startswith("~"):
-        return (f"{override} is not an override: write KEY=VALUE (e.g. {override}=...), GROUP=OPTION, "
-                "or ~KEY to remove a key")
-    reasons = [line.strip() for line in str(error).splitlines()
-               if line.strip() and not line.startswith(("Error parsing override", "See https"))]
-    return (f"{override} cannot be read ({'; '.join(reasons)}); quote a value that holds brackets, commas or "
-            f"spaces as text ('key=\"a, b\"'), see {GRAMMAR}")
+        return (
+            f"{override} is not an override: write KEY=VALUE (e.g. {override}=...), GROUP=OPTION, "
+            "or ~KEY to remove a key"
+        )
+    reasons = [
+        line.strip()
+        for line in str(error).splitlines()
+        if line.strip() and not line.startswith(("Error parsing override", "See https"))
+    ]
+    return (
+        f"{override} cannot be read ({'; '.join(reasons)}); quote a value that holds brackets, commas or "
+        f"spaces as text ('key=\"a, b\"'), see {GRAMMAR}"
+    )
 
 
 def one_line(error: BaseException) -> str:
@@ -78,8 +86,13 @@ def one_line(error: BaseException) -> str:
 def explain(error: BaseException, overrides: list[str]) -> str:
     """``error`` (raised composing ``overrides``) as one line; a mistyped name comes with its closest valid one."""
     detail = one_line(error)
-    return (unknown_option(error, detail) or unknown_key(detail, overrides) or unknown_value(detail)
-            or added_choice(detail, overrides) or f"{detail} ({SHOWN_BY_LIST})")
+    return (
+        unknown_option(error, detail)
+        or unknown_key(detail, overrides)
+        or unknown_value(detail)
+        or added_choice(detail, overrides)
+        or f"{detail} ({SHOWN_BY_LIST})"
+    )
 
 
 def unknown_option(error: BaseException, detail: str) -> str | None:
@@ -89,7 +102,7 @@ def unknown_option(error: BaseException, detail: str) -> str | None:
         return None
     lines = str(error).splitlines()
     listed = next((k for k, line in enumerate(lines) if line.startswith("Available options in")), len(lines))
-    options = [line.strip() for line in lines[listed + 1:] if line.startswith(("\t", " "))]
+    options = [line.strip() for line in lines[listed + 1 :] if line.startswith(("\t", " "))]
     group, option = missing["group"], missing["option"]
     close = close_matches(option, options)
     hint = f"did you mean {group}={close[0]}? " if close else ""
@@ -145,8 +158,11 @@ def composed(overrides: list[str]) -> DictConfig | None:
 
 def unknown_value(detail: str) -> str | None:
     """``decode.strategy=beem``: OmegaConf names the allowed values; the closest comes first."""
-    invalid = re.search(r"Error merging override (?P<key>[^=;\s]+)=(?P<value>[^;]*); Invalid value '[^']*', "
-                        r"expected one of \[(?P<choices>[^\]]*)\]", detail)
+    invalid = re.search(
+        r"Error merging override (?P<key>[^=;\s]+)=(?P<value>[^;]*); Invalid value '[^']*', "
+        r"expected one of \[(?P<choices>[^\]]*)\]",
+        detail,
+    )
     if invalid is None:
         return None
     key, value = invalid["key"], invalid["value"]

@@ -2,6 +2,7 @@
 
 Without this, Hydra would report only that the old key does not exist.
 """
+
 from __future__ import annotations
 
 from zoo.config.checks import ConfigError

@@ -9,25 +9,33 @@ unless chosen. The plain sections come from :mod:`zoo.config.sections`.
 :func:`check_keys` refuses a composed config's keys that the schema lacks: Hydra's
 ``+KEY=VALUE`` adds a key even to a typed section, which nothing would read.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from zoo.config.checks import Choice, ConfigError
-from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
 from zoo.config.overrides import fields_shown
+from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
 from zoo.config.suggest import close_matches, with_hint
 from zoo.registry.entries import get
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
 #: ``kv_layout`` (null unless chosen) sets the Transformer encoder's and decoder's key/value layout.
-PRESET_GROUPS = {"trainer": "cpu", "logger": "csv", "paths": "default", "kv_layout": None, "search": None, "model": None}
+PRESET_GROUPS = {
+    "trainer": "cpu",
+    "logger": "csv",
+    "paths": "default",
+    "kv_layout": None,
+    "search": None,
+    "model": None,
+}
 
 
 class ResumeMode(Choice):
@@ -58,14 +66,22 @@ def section(cfg: Any, group: str) -> Any:
 ZooConfig = dataclasses.make_dataclass(
     "ZooConfig",
     [
-        ("defaults", List[Any], field(default_factory=defaults_list)),
+        ("defaults", list[Any], field(default_factory=defaults_list)),
         *((kind.name, Any, MISSING) for kind in GROUP_KINDS),
         *((group, Optional[Any], field(default=None)) for group in OPTIONAL_GROUPS),
         ("seed", int, field(default=1234)),
-        ("plugin_dirs", List[str], field(default_factory=list)),
+        ("plugin_dirs", list[str], field(default_factory=list)),
         ("samples", int, field(default=10)),  # sample outputs written to the run directory
-        ("metrics", Optional[List[Any]], field(default=None)),  # metric names or {name: ..., option: ...}; null: the task's
-        ("monitor", Optional[str], field(default=None)),  # the metric that picks checkpoints and stops early; null: the task's
+        (
+            "metrics",
+            Optional[list[Any]],
+            field(default=None),
+        ),  # metric names or {name: ..., option: ...}; null: the task's
+        (
+            "monitor",
+            Optional[str],
+            field(default=None),
+        ),  # the metric that picks checkpoints and stops early; null: the task's
         ("paths", Any, field(default_factory=dict)),
         # resume=RUN_DIR continues that run in its directory with its saved config (zoo.training.rundir);
         # resume_mode: null means must with ``resume`` and never without it.
@@ -88,7 +104,9 @@ ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optiona
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
 
 #: The plain sections (data, model, optim, trainer, decode, logger) and their dataclasses.
-PLAIN_SECTIONS: dict[str, type] = {f.name: f.type for f in dataclasses.fields(ZooConfig) if dataclasses.is_dataclass(f.type)}
+PLAIN_SECTIONS: dict[str, type] = {
+    f.name: f.type for f in dataclasses.fields(ZooConfig) if dataclasses.is_dataclass(f.type)
+}
 #: Where a user reads the options a section or the whole config has.
 SHOWN_BY_CFG_JOB = "`zoo train --cfg job` shows the options"
 
@@ -99,20 +117,28 @@ def check_keys(cfg: DictConfig) -> None:
     ``+attention.temprature=5`` composes (Hydra's ``+`` opens even a typed section), and the section's
     dataclass would refuse the key only when built; ``~encoder`` leaves the run without an encoder.
     """
-    refuse_unknown(cfg, "", _field_names(ZooConfig), "zoo has no option",
-                   f"{SHOWN_BY_CFG_JOB}; to continue a run: resume=RUN_DIR")
+    refuse_unknown(
+        cfg, "", _field_names(ZooConfig), "zoo has no option", f"{SHOWN_BY_CFG_JOB}; to continue a run: resume=RUN_DIR"
+    )
     for section, config_cls in PLAIN_SECTIONS.items():
         refuse_unknown(cfg[section], section, _field_names(config_cls), f"{section} has no field", SHOWN_BY_CFG_JOB)
     for kind in GROUP_KINDS:
         for group in kind.groups:
             if OmegaConf.is_missing(cfg, group):
-                raise ConfigError(f"~{group} leaves the run with no {kind.name}, and every run needs one; "
-                                  f"choose one with {group}=NAME (`zoo list {kind.name}` lists them)")
+                raise ConfigError(
+                    f"~{group} leaves the run with no {kind.name}, and every run needs one; "
+                    f"choose one with {group}=NAME (`zoo list {kind.name}` lists them)"
+                )
             chosen = cfg[group]
             if chosen is not None:  # an optional group left null: the kind's own choice
                 fields = _field_names(get(kind.name, chosen.name).config_cls)
-                refuse_unknown(chosen, group, fields, f"{group}={chosen.name} has no field",
-                               fields_shown(kind.name, sorted(fields - {"name", "defaults"})))
+                refuse_unknown(
+                    chosen,
+                    group,
+                    fields,
+                    f"{group}={chosen.name} has no field",
+                    fields_shown(kind.name, sorted(fields - {"name", "defaults"})),
+                )
 
 
 def refuse_unknown(node: DictConfig, section: str, known: set[str], refusal: str, where: str) -> None:

@@ -3,10 +3,11 @@
 Each ``__post_init__`` checks its ranges (:mod:`zoo.config.checks`); OmegaConf does not
 call it while composing, :func:`zoo.config.validate.validate` does before a run starts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any
 
 from zoo.config.checks import Choice, ConfigError, at_least, fraction, in_unit_interval, one_of, positive
 from zoo.decoding import LengthPenalty, Strategy
@@ -58,9 +59,10 @@ class TrainerConfig:
     """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience``, ``cpu_threads`` and
     ``checkpoint_every_minutes`` (zoo's own: ``ZOO_TRAINER_FIELDS`` in :mod:`zoo.training.run`)."""
 
-    max_epochs: int = 6  # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
+    # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
+    max_epochs: int = 6
     max_steps: int = -1  # -1: no limit; otherwise training stops after this many optimiser steps
-    max_time: Optional[str] = None  # "DD:HH:MM:SS"
+    max_time: str | None = None  # "DD:HH:MM:SS"
     accelerator: str = "cpu"
     devices: Any = 1  # processes per machine (GPUs, or CPU processes with trainer=ddp_cpu); -1: every GPU
     num_nodes: int = 1  # machines; a multi-node run is launched once per node (e.g. by SLURM: hydra/launcher=slurm)
@@ -137,10 +139,10 @@ class LoggerConfig:
     tensorboard: bool = False  # TensorBoard event files in tensorboard/ (pip install 'zoo[tensorboard]')
     mlflow: bool = False  # an MLflow run (pip install 'zoo[mlflow]')
     project: str = "zoo"  # the W&B project and the MLflow experiment
-    mode: Optional[WandbMode] = None  # online | offline | shared | disabled; None: $WANDB_MODE if set, else offline
-    group: Optional[str] = None  # W&B group; None: the sweep directory in a sweep, else the experiment preset
-    tags: List[str] = field(default_factory=list)  # W&B tags, besides one per component (encoder=gru, ...)
-    tracking_uri: Optional[str] = None  # MLflow tracking server or store; None: mlruns/ in the run directory
+    mode: WandbMode | None = None  # online | offline | shared | disabled; None: $WANDB_MODE if set, else offline
+    group: str | None = None  # W&B group; None: the sweep directory in a sweep, else the experiment preset
+    tags: list[str] = field(default_factory=list)  # W&B tags, besides one per component (encoder=gru, ...)
+    tracking_uri: str | None = None  # MLflow tracking server or store; None: mlruns/ in the run directory
 
     def __post_init__(self) -> None:
         one_of(self, "mode", WandbMode)

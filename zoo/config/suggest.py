@@ -4,10 +4,11 @@ Every place that refuses a name it does not know (a config key, a group's option
 a flag, a metric, a ``zoo compare`` key) asks here for the known names closest to it, so a
 typo is answered with its fix rather than only with a list to search.
 """
+
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def close_matches(word: str, known: Iterable[str], n: int = 1) -> list[str]:

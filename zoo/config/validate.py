@@ -11,6 +11,7 @@ naming any plugin: once every section has passed its own checks, a section's dat
 that defines ``check_composed(self, cfg)`` is handed the whole composed config, and a
 :class:`ConfigError` it raises is reported like a range, prefixed with its section.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,7 +27,9 @@ from zoo.training.evaluation import MetricSuite
 
 #: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
 PLAIN_SECTIONS: dict[str, type] = {
-    f.name: f.type for f in dataclasses.fields(ZooConfig) if isinstance(f.type, type) and dataclasses.is_dataclass(f.type)
+    f.name: f.type
+    for f in dataclasses.fields(ZooConfig)
+    if isinstance(f.type, type) and dataclasses.is_dataclass(f.type)
 }
 
 
@@ -38,8 +41,9 @@ def validate(cfg: DictConfig) -> None:
             f"zoo has no option {', '.join(unknown)}; `zoo train --cfg job` shows the options "
             "(to continue a run: resume=RUN_DIR)"
         )
-    built = {section: _build(section, config_cls, _values(cfg[section]))
-             for section, config_cls in PLAIN_SECTIONS.items()}
+    built = {
+        section: _build(section, config_cls, _values(cfg[section])) for section, config_cls in PLAIN_SECTIONS.items()
+    }
     for kind in GROUP_KINDS:
         for group in kind.groups:
             if cfg.get(group) is not None:  # an optional group left null means the kind's own choice
@@ -59,8 +63,10 @@ def refuse_fp16_on_cpu(trainer: DictConfig) -> None:
     quietly swaps ``16-mixed`` for bf16-mixed there. bf16-mixed (fp32's range) trains on the CPU and on a GPU."""
     precision = str(trainer.precision)
     if trainer.accelerator == "cpu" and precision.startswith("16"):
-        raise ConfigError(f"trainer.precision={precision} (fp16) needs a GPU; on the CPU (trainer.accelerator=cpu) "
-                          "use bf16-mixed or 32-true, or train on a GPU (trainer=gpu)")
+        raise ConfigError(
+            f"trainer.precision={precision} (fp16) needs a GPU; on the CPU (trainer.accelerator=cpu) "
+            "use bf16-mixed or 32-true, or train on a GPU (trainer=gpu)"
+        )
 
 
 def _values(section: DictConfig) -> dict[str, Any]:

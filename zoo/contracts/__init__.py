@@ -3,11 +3,21 @@
 A plugin subclasses one of these bases, adds a nested dataclass ``Config`` and
 registers itself with :func:`zoo.registry.register`.
 """
+
 from zoo.contracts.data import (
-    BOS, EOS, PAD, SPECIAL_TOKENS, SPLITS, UNK, Dataset, ImageSource, Item, SourceDescription, Tokenizer,
+    BOS,
+    EOS,
+    PAD,
+    SPECIAL_TOKENS,
+    SPLITS,
+    UNK,
+    Dataset,
+    ImageSource,
+    Item,
+    SourceDescription,
+    Tokenizer,
 )
 from zoo.contracts.metric import Metric
-from zoo.contracts.task import Task
 from zoo.contracts.model import (
     Decoder,
     DecoderOutput,
@@ -17,9 +27,27 @@ from zoo.contracts.model import (
     PositionalEncoding,
     Scorer,
 )
+from zoo.contracts.task import Task
 
 __all__ = [
-    "BOS", "EOS", "PAD", "SPECIAL_TOKENS", "SPLITS", "UNK", "Dataset", "ImageSource", "Item", "SourceDescription", "Tokenizer",
-    "Metric", "Task",
-    "Decoder", "DecoderOutput", "Encoder", "EncoderOutput", "Frontend", "PositionalEncoding", "Scorer",
+    "BOS",
+    "EOS",
+    "PAD",
+    "SPECIAL_TOKENS",
+    "SPLITS",
+    "UNK",
+    "Dataset",
+    "ImageSource",
+    "Item",
+    "SourceDescription",
+    "Tokenizer",
+    "Metric",
+    "Task",
+    "Decoder",
+    "DecoderOutput",
+    "Encoder",
+    "EncoderOutput",
+    "Frontend",
+    "PositionalEncoding",
+    "Scorer",
 ]

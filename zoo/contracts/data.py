@@ -1,8 +1,10 @@
 """Data contracts: special token ids, dataset items, datasets and tokenizers."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -82,8 +84,11 @@ class SourceDescription:
     feature_dim: int = 0
 
     def __str__(self) -> str:
-        sizes = {"tokens": f"{self.vocab_size} ids", "image": f"{self.channels}x{self.height}x{self.width}",
-                 "features": f"{self.feature_dim} features"}
+        sizes = {
+            "tokens": f"{self.vocab_size} ids",
+            "image": f"{self.channels}x{self.height}x{self.width}",
+            "features": f"{self.feature_dim} features",
+        }
         return f"{self.kind} ({sizes.get(self.kind, '?')})"
 
 

@@ -1,7 +1,9 @@
 """The metric contract: hypotheses and their references in, a corpus score and per-item scores out."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 class Metric:

@@ -3,6 +3,7 @@
 Everything is batch-first. Masks are boolean and True where a position is real
 (not padding).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -10,6 +11,7 @@ from typing import Any
 
 import torch
 from torch import nn
+
 
 class Frontend(nn.Module):
     """Source batch -> vectors. Built as ``cls(cfg, source=SourceDescription)``.
@@ -119,7 +121,7 @@ class EncoderOutput:
     mask: torch.Tensor
     state: torch.Tensor
 
-    def index_select(self, index: torch.Tensor) -> "EncoderOutput":
+    def index_select(self, index: torch.Tensor) -> EncoderOutput:
         """Pick/repeat batch rows (beam search expands each sentence to k beams)."""
         return replace(
             self,

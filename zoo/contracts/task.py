@@ -5,10 +5,12 @@ task; everything that depends on the kind of source (text, image) or on how an
 output is judged lives in a task plugin. Outputs are always text, produced by the
 decoder as target token ids; the base class handles the target tokenizer.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 

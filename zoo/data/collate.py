@@ -9,9 +9,11 @@ A batch is a dict (``B`` items, ``T`` the longest target in the batch)::
 
 ``(batch["target_out"] != PAD).sum()`` counts the real target tokens.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 

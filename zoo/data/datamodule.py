@@ -6,6 +6,7 @@ reference of an item; evaluation has one row per item (its first reference
 gives the validation loss; metrics score against all references).
 Batches are the dict described in :mod:`zoo.data.collate`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -172,8 +173,10 @@ class ZooDataModule(L.LightningDataModule):
         """Log how many training pairs were skipped and why; none left is an error."""
         why = ", ".join(f"{count} {reason}" for reason, count in skipped.items())
         if not rows:
-            raise DataError(f"no training pair fits data.max_len={self.max_len} and data.max_tokens={self.max_tokens} "
-                            f"({why}); raise data.max_len (and data.max_tokens if it is the smaller)")
+            raise DataError(
+                f"no training pair fits data.max_len={self.max_len} and data.max_tokens={self.max_tokens} "
+                f"({why}); raise data.max_len (and data.max_tokens if it is the smaller)"
+            )
         if skipped:
             log.info("train: skipped %d of %d pairs: %s", skipped.total(), skipped.total() + len(rows), why)
 
@@ -219,8 +222,12 @@ class ZooDataModule(L.LightningDataModule):
         skip = 0
         # Resumed mid-epoch: the batches seen before the checkpoint are not seen again. Lightning may build this
         # loader once before it has restored the epoch, so the skip waits for the loader of the saved epoch.
-        if shuffle and self._resume_at is not None and self.trainer is not None \
-                and self._resume_at[0] == self.trainer.current_epoch:
+        if (
+            shuffle
+            and self._resume_at is not None
+            and self.trainer is not None
+            and self._resume_at[0] == self.trainer.current_epoch
+        ):
             skip, self._resume_at = self._resume_at[1], None
         return TokenBudgetBatchSampler(sampler, self.max_tokens, num_replicas=world, rank=rank, skip=skip)
 

@@ -8,6 +8,7 @@ writes), a ``.npz`` file with one array per key, or a folder of such files (one
 per split, say), merged. An array is a grid flattened row-major,
 (rows * columns, F), or a pooled vector (F,), which is a 1 x 1 grid.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,8 +75,10 @@ def load_features(location: str | Path) -> FeatureTable:
         grids.add(grid)
     shapes = {tuple(t.shape) for t in features.values()}
     if len(shapes) != 1:
-        raise FeatureError(f"features in {location} have different shapes {sorted(shapes)}; extract them all the same way")
-    (positions, _), = shapes
+        raise FeatureError(
+            f"features in {location} have different shapes {sorted(shapes)}; extract them all the same way"
+        )
+    ((positions, _),) = shapes
     grid = grids.pop() if len(grids) == 1 and None not in grids else _square(positions, location)
     if grid[0] * grid[1] != positions:
         raise FeatureError(f"features in {location}: grid {grid} does not hold {positions} positions")
@@ -90,10 +93,20 @@ def _read(path: Path) -> tuple[dict[str, torch.Tensor], tuple[int, int] | None]:
         else:
             with np.load(path) as arrays:
                 table, grid = {key: torch.from_numpy(arrays[key]) for key in arrays.files}, None
-    except (OSError, RuntimeError, ValueError, KeyError, TypeError, EOFError, pickle.UnpicklingError,
-            zipfile.BadZipFile) as error:
+    except (
+        OSError,
+        RuntimeError,
+        ValueError,
+        KeyError,
+        TypeError,
+        EOFError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+    ) as error:
         why = "not a file torch.save wrote" if isinstance(error, pickle.UnpicklingError) else first_line(error)
-        raise FeatureError(f"cannot read features file {path} ({type(error).__name__}: {why}); extract it again") from None
+        raise FeatureError(
+            f"cannot read features file {path} ({type(error).__name__}: {why}); extract it again"
+        ) from None
     if not table:
         raise FeatureError(f"features file {path} holds no images")
     return {str(key): _as_grid(value).to(torch.float16) for key, value in table.items()}, grid

@@ -6,13 +6,14 @@ tensor a batch stacks; the frontend turns it into floats and normalises it.
 :class:`ImageStore` decodes every image of a split once, in memory or in a file
 under the run's cache folder (a memory map), so an epoch never decodes a JPEG.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -57,14 +58,19 @@ def read_rgb(image: ImageSource) -> Image.Image:
         with Image.open(path) as opened:
             return opened.convert("RGB")
     except Image.DecompressionBombError:
-        raise ImageError(f"image {path} has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, too many to decode "
-                         "safely; shrink it (e.g. to at most 4000 pixels a side)") from None
+        raise ImageError(
+            f"image {path} has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, too many to decode "
+            "safely; shrink it (e.g. to at most 4000 pixels a side)"
+        ) from None
     except UnidentifiedImageError:
-        raise ImageError(f"cannot decode image {path}: it is not in an image format Pillow reads; give a PNG or "
-                         "JPEG file") from None
+        raise ImageError(
+            f"cannot decode image {path}: it is not in an image format Pillow reads; give a PNG or JPEG file"
+        ) from None
     except Exception as error:  # noqa: BLE001 - whatever a codec raises, the file cannot be used
-        raise ImageError(f"cannot decode image {path} ({type(error).__name__}: {first_line(error)}); it may be "
-                         "truncated or damaged: replace the file") from None
+        raise ImageError(
+            f"cannot decode image {path} ({type(error).__name__}: {first_line(error)}); it may be "
+            "truncated or damaged: replace the file"
+        ) from None
 
 
 def square_pixels(image: ImageSource, size: int, fit: Fit = Fit.center) -> torch.Tensor:

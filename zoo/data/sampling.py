@@ -7,10 +7,11 @@ pairs and refuses such evaluation items); handed one, the sampler would give it 
 of its own. Sorting by size first means little padding (the bucketing of
 Sutskever et al., 2014 and of fairseq's token-based batches, Ott et al., 2019).
 """
+
 from __future__ import annotations
 
 import random
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from torch.utils.data import Sampler
 
@@ -71,8 +72,9 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     epoch saw them before it stopped); the length stays the whole epoch's, as the training loop counts on.
     """
 
-    def __init__(self, sampler: LengthBucketSampler, max_tokens: int, num_replicas: int = 1, rank: int = 0,
-                 skip: int = 0) -> None:
+    def __init__(
+        self, sampler: LengthBucketSampler, max_tokens: int, num_replicas: int = 1, rank: int = 0, skip: int = 0
+    ) -> None:
         self.sampler = sampler
         self.max_tokens = max_tokens
         self.num_replicas = num_replicas
@@ -125,14 +127,16 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         while len(batches) < self.num_replicas:
             k = max(range(len(batches)), key=lambda j: len(batches[j]))
             if len(batches[k]) == 1:
-                raise DataError(f"only {len(batches)} evaluation examples for {self.num_replicas} processes; "
-                                "use fewer processes (trainer.devices)")
+                raise DataError(
+                    f"only {len(batches)} evaluation examples for {self.num_replicas} processes; "
+                    "use fewer processes (trainer.devices)"
+                )
             half = len(batches[k]) // 2
             batches[k : k + 1] = [batches[k][:half], batches[k][half:]]
         return batches[self.rank :: self.num_replicas]
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self.batches()[self.skip:]
+        batches = self.batches()[self.skip :]
         self.skip = 0  # once: the next pass over this sampler is a whole epoch
         return iter(batches)
 

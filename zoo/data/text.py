@@ -4,11 +4,13 @@ A task that reads or writes text keeps one file per side under
 ``run_dir/tokenizers/`` (``source.json``, ``target.json``), so ids never change
 within a run and a finished run can be used without its data.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from zoo.contracts import SPECIAL_TOKENS, Tokenizer
 from zoo.contracts.task import TaskError

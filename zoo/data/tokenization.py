@@ -10,11 +10,12 @@ Every trainer receives :data:`zoo.contracts.SPECIAL_TOKENS` first, so the ids of
 ``<pad> <s> </s> <unk>`` are 0..3 in every vocabulary; this is checked after
 training and after loading.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from tokenizers import Tokenizer as HFPipeline
 from tokenizers import normalizers, trainers
@@ -55,7 +56,9 @@ class HFTokenizer(Tokenizer):
         pipeline = self.pipeline()
         pipeline.train_from_iterator(counted, trainer=self.trainer())
         if counted.seen == 0:
-            raise TokenizerError(f"{type(self).__name__} got no text to train on; check that the training split is not empty")
+            raise TokenizerError(
+                f"{type(self).__name__} got no text to train on; check that the training split is not empty"
+            )
         self._pipeline = self._checked(pipeline, "after training")
 
     def encode(self, texts: list[str]) -> list[list[int]]:
@@ -81,7 +84,9 @@ class HFTokenizer(Tokenizer):
 
     def load(self, path: str | os.PathLike) -> None:
         if not Path(path).is_file():
-            raise TokenizerError(f"no tokenizer file {path}; train the tokenizer first (it is saved by the data module)")
+            raise TokenizerError(
+                f"no tokenizer file {path}; train the tokenizer first (it is saved by the data module)"
+            )
         try:
             pipeline = HFPipeline.from_file(str(path))
         except Exception as error:  # the Rust side raises plain Exceptions for bad JSON

@@ -16,6 +16,7 @@ the run's codecs, so all are accepted. The sizes catch what the config cannot: a
 files changed under the same path, or a ``tokenizers/`` folder copied from another run (a new
 vocabulary of exactly the old sizes would still pass unseen).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,8 +67,10 @@ def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
 def read_checkpoint(ckpt: Path) -> dict[str, Any]:
     """The contents of a zoo checkpoint (tensors only: nothing in it is run); one line when it is not one."""
     if ckpt.stat().st_size == 0:
-        raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
-                           "(--checkpoint last) or retrain")
+        raise RunLoadError(
+            f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
+            "(--checkpoint last) or retrain"
+        )
     try:
         checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
     except Exception as error:
@@ -79,8 +82,10 @@ def read_checkpoint(ckpt: Path) -> dict[str, Any]:
         ) from error
     stored = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     if not isinstance(stored, dict) or not all(key in stored for key in STORED) or "state_dict" not in checkpoint:
-        raise RunLoadError(f"{ckpt} is not a zoo checkpoint (it holds no zoo config and weights); "
-                           "give best, last or a .ckpt file that `zoo train` wrote")
+        raise RunLoadError(
+            f"{ckpt} is not a zoo checkpoint (it holds no zoo config and weights); "
+            "give best, last or a .ckpt file that `zoo train` wrote"
+        )
     return checkpoint
 
 
@@ -92,8 +97,10 @@ def module_from(checkpoint: dict[str, Any], ckpt: Path) -> Any:
     try:
         module.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:  # weights of other shapes or names than the stored config builds
-        raise RunLoadError(f"checkpoint {ckpt} cannot be loaded ({first_line(error)[:120]}); it may be corrupt or "
-                           "from another zoo version: use another checkpoint (--checkpoint last) or retrain") from None
+        raise RunLoadError(
+            f"checkpoint {ckpt} cannot be loaded ({first_line(error)[:120]}); it may be corrupt or "
+            "from another zoo version: use another checkpoint (--checkpoint last) or retrain"
+        ) from None
     return module
 
 
@@ -101,8 +108,10 @@ def check_belongs(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: di
     """Refuse a checkpoint whose weights mean something else than ``run_dir``'s codecs (module docstring)."""
     why = mismatch(checkpoint["hyper_parameters"], cfg, task)
     if why is not None:
-        raise RunLoadError(f"checkpoint {ckpt} does not fit run {run_dir}: {why}; use one of the run's own checkpoints "
-                           f"(--checkpoint best or last){_own_run(ckpt, run_dir)}")
+        raise RunLoadError(
+            f"checkpoint {ckpt} does not fit run {run_dir}: {why}; use one of the run's own checkpoints "
+            f"(--checkpoint best or last){_own_run(ckpt, run_dir)}"
+        )
 
 
 def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
@@ -114,11 +123,15 @@ def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
     differences = _differences(_meaning(stored["cfg"]), _meaning(cfg))
     if differences:
         return f"it was trained with another task, data or network: {differences}"
-    sizes = _differences(_sizes(stored["source"], stored["target_vocab_size"]),
-                         _sizes(dataclasses.asdict(task.source_description()), task.target_vocab_size))
+    sizes = _differences(
+        _sizes(stored["source"], stored["target_vocab_size"]),
+        _sizes(dataclasses.asdict(task.source_description()), task.target_vocab_size),
+    )
     if sizes:
-        return (f"its ids mean other tokens than the run's tokenizers/ give ({sizes}): it comes from a run on other "
-                "data, or the run's tokenizers/ were replaced")
+        return (
+            f"its ids mean other tokens than the run's tokenizers/ give ({sizes}): it comes from a run on other "
+            "data, or the run's tokenizers/ were replaced"
+        )
     return None
 
 

@@ -4,6 +4,7 @@ An input that cannot be used (text that is not UTF-8, a sentence far longer than
 trained on, an image that cannot be decoded) is an :class:`InputError` for that input alone:
 the others are still used, and the caller says where it was (``stdin line 3: ...``).
 """
+
 from __future__ import annotations
 
 import os

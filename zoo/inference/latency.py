@@ -1,9 +1,11 @@
 """Inference latency: milliseconds to decode one item, the way a user would call the model."""
+
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

@@ -1,11 +1,13 @@
 """Use a finished run, whatever its task: ``zoo.load(run_dir).predict([...])``."""
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 from omegaconf import OmegaConf
@@ -36,7 +38,7 @@ class Predictor:
         self.source_limit, self.source_limit_why = source_limit(module.cfg)
 
     @classmethod
-    def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> "Predictor":
+    def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> Predictor:
         """The run in ``run_dir`` with the weights of ``checkpoint``: ``best`` (the default), ``last``,
         a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file
         that belongs to the run (see :mod:`zoo.inference.checkpoints`).
@@ -50,7 +52,9 @@ class Predictor:
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
         if not config_file.is_file():
-            raise RunLoadError(f"{run_dir} is not a zoo run directory (no config.yaml); pass the folder `zoo train` printed")
+            raise RunLoadError(
+                f"{run_dir} is not a zoo run directory (no config.yaml); pass the folder `zoo train` printed"
+            )
         ckpt = checkpoint_file(run_dir, checkpoint)
         cfg = load_yaml(config_file)
         try:
@@ -73,7 +77,9 @@ class Predictor:
             outputs.append(result)
         return outputs
 
-    def predictions(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> Iterator[str | InputError]:
+    def predictions(
+        self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any
+    ) -> Iterator[str | InputError]:
         """One result per source, in order, a batch at a time: its output, or the InputError saying why it
         cannot be used (the others are still decoded)."""
         decode = dataclasses.replace(self.decode_cfg, **decode_overrides)
@@ -104,8 +110,10 @@ class Predictor:
     def expect_sources(self, kind: str, verb: str, other_verb: str) -> None:
         """Refuse to ``verb`` with a run whose task reads another kind of source (the other verb is its use)."""
         if self.task.source_kind != kind:
-            raise RunLoadError(f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
-                               f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it")
+            raise RunLoadError(
+                f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
+                f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it"
+            )
 
     # ------------------------------------------------------------------ checking sources
     def encode(self, sources: Sequence[Any]) -> list[Any]:
@@ -129,8 +137,10 @@ class Predictor:
             return InputError(f"the text is not valid UTF-8 ({where}); save the input as UTF-8")
         if names_image_file(source):
             name = source.strip()
-            return InputError(f"the text names an image file ({name}), but run {self.run_dir} reads text, not images; "
-                              f"caption images with a captioning run (zoo caption RUN {name})")
+            return InputError(
+                f"the text names an image file ({name}), but run {self.run_dir} reads text, not images; "
+                f"caption images with a captioning run (zoo caption RUN {name})"
+            )
         return None
 
     def _encode_each(self, sources: Sequence[Any]) -> list[Any]:
@@ -212,5 +222,9 @@ class Predictor:
         from zoo.training.loggers import wandb_mode
 
         return wandb.init(
-            project=logger["project"], dir=str(self.run_dir), mode=wandb_mode(logger), job_type=job_type, name=self.run_dir.name
+            project=logger["project"],
+            dir=str(self.run_dir),
+            mode=wandb_mode(logger),
+            job_type=job_type,
+            name=self.run_dir.name,
         )

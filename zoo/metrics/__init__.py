@@ -1,7 +1,8 @@
 """Scores of subsets: BLEU by source length (sacrebleu), with several references per item."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sacrebleu.metrics import BLEU
 

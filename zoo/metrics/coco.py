@@ -32,6 +32,7 @@ abbreviations at the very end of a caption (Java adds a second period), and rare
 apostrophe words beyond ``o'clock``, ``ma'am``, ``'em``, ``'cause``, ``'til``,
 ``'90s``, ``'n'``, ``y'``, ``'tis``/``'twas``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,9 +40,9 @@ import importlib.util
 import re
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from zoo.contracts import Metric
 from zoo.errors import ZooError
@@ -73,12 +74,31 @@ QUOTE = "''"  # every quote character becomes a quote token, and every quote tok
 # Characters rewritten before tokenising (the Java tokeniser's normalisations that matter for captions).
 REWRITES = str.maketrans(
     {
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"',
-        "\u2019": "'", "\u0092": "'",  # apostrophes; other single quotes never join a word:
-        "\u2018": "`", "\u201a": "`", "\u201b": "`", "\u2039": "`", "\u203a": "`",
-        "\u2026": "...", "\u2014": " -- ", "\u2013": " -- ", "\u2015": " -- ", "\u2012": " -- ",
-        "\u00a3": " # ", "\u20ac": " $ ", "\u00a2": " cents ",
-        "\u00bd": " 1/2 ", "\u00bc": " 1/4 ", "\u00be": " 3/4 ", "\u00a0": " ",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2019": "'",
+        "\u0092": "'",  # apostrophes; other single quotes never join a word:
+        "\u2018": "`",
+        "\u201a": "`",
+        "\u201b": "`",
+        "\u2039": "`",
+        "\u203a": "`",
+        "\u2026": "...",
+        "\u2014": " -- ",
+        "\u2013": " -- ",
+        "\u2015": " -- ",
+        "\u2012": " -- ",
+        "\u00a3": " # ",
+        "\u20ac": " $ ",
+        "\u00a2": " cents ",
+        "\u00bd": " 1/2 ",
+        "\u00bc": " 1/4 ",
+        "\u00be": " 3/4 ",
+        "\u00a0": " ",
     }
 )
 
@@ -102,8 +122,11 @@ _RULES: list[tuple[str, re.Pattern]] = [
         ("clitic", r"'(?:[sSmMdD]|[rR][eE]|[vV][eE]|[lL][lL])(?![^\W\d_])"),
         ("apostrophe-word", rf"[dDoOlL]'{_A}+|{_L}+[aeiouyAEIOUY]'[aeiouA-Z]{_L}*|[A-HJ-XZ]'{_L}{{2,}}"),
         # 'em 'cause 'til 'till '90s '98 (before a space) 'n 'n'
-        ("apostrophe-prefix", r"'(?:[eE][mM]|[cC][aA][uU][sS][eE]|[tT][iI][lL][lL]?|[2-9]0[sS]|\d\d(?=\s|$)|[nN]'?)"
-                              r"(?![^\W_])"),
+        (
+            "apostrophe-prefix",
+            r"'(?:[eE][mM]|[cC][aA][uU][sS][eE]|[tT][iI][lL][lL]?|[2-9]0[sS]|\d\d(?=\s|$)|[nN]'?)"
+            r"(?![^\W_])",
+        ),
         ("y-apostrophe", r"[yY]'(?=[^\W\d_])"),
         ("t-apostrophe", r"'[tT](?=(?:[iI][sS]|[wW][aA][sS])(?![^\W\d_]))"),  # 'tis -> 't is
         ("ellipsis", r"\.{3,}"),
@@ -245,7 +268,8 @@ class MeanOfItems(Metric):
 
     @dataclass
     class Config:
-        tokenize: bool = True  # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        tokenize: bool = True
 
     def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         scores = self.item_scores(hypotheses, references)

@@ -3,6 +3,7 @@
 RNN attention is the ``H = 1, T = 1`` case of the same function that
 multi-head attention calls per head.
 """
+
 from __future__ import annotations
 
 import torch

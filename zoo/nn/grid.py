@@ -1,4 +1,5 @@
 """Image feature grids as sequences: row-major flattening and where each position sits."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Small layers shared by several plugins."""
+
 from __future__ import annotations
 
 import math

@@ -28,6 +28,7 @@ work (:meth:`zoo.contracts.Scorer.prepare_keys`, e.g. additive attention's W_k k
 is done once, when the memory is projected, and every decoding step scores with
 :meth:`~zoo.contracts.Scorer.score_prepared`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,8 +37,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.nn.attention import attend, attention_mask
 from zoo.contracts import PositionalEncoding, Scorer
+from zoo.nn.attention import attend, attention_mask
 from zoo.registry import build
 
 #: The scorer whose formula the fused kernel computes: q . k / sqrt(head_dim).
@@ -187,7 +188,9 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self._self_keys_values(query, q, posenc, q_offset, cache)
         else:
             if posenc is not None:
-                raise ValueError("positional encodings act only in self-attention; pass posenc=None for cross-attention")
+                raise ValueError(
+                    "positional encodings act only in self-attention; pass posenc=None for cross-attention"
+                )
             stored = self._memory_cache(memory, cache)
             k, v = self._cached_keys_values(stored)
             prepared = stored.get("prepared")
@@ -201,8 +204,14 @@ class MultiHeadAttention(nn.Module):
         else:
             scores = self._scores(q, k, prepared)
             context, weights = attend(
-                scores, self._shared(v), key_mask, causal=masked_causal, bias=bias, dropout=self.dropout,
-                training=self.training, q_offset=q_offset,
+                scores,
+                self._shared(v),
+                key_mask,
+                causal=masked_causal,
+                bias=bias,
+                dropout=self.dropout,
+                training=self.training,
+                q_offset=q_offset,
             )
         out = self.out_proj(context.transpose(1, 2).reshape(batch, length, self.d_model))
         return out, weights if need_weights else None
@@ -299,7 +308,9 @@ def _check_layout(d_model, heads, kdim, dropout, kv_heads, kv_latent_dim, projec
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
     if kv_heads < 1 or heads % kv_heads != 0:
-        raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}: each key/value head serves a whole group of query heads")
+        raise ValueError(
+            f"kv_heads={kv_heads} must divide heads={heads}: each key/value head serves a whole group of query heads"
+        )
     if kv_latent_dim is not None and kv_latent_dim < 1:
         raise ValueError(f"kv_latent_dim={kv_latent_dim} must be >= 1")
     if not projections and (kv_heads != heads or kv_latent_dim or kdim != d_model):

@@ -3,6 +3,7 @@
 Every layer maps (..., D) -> (..., D) and normalises (or squashes) the last axis.
 Pick one with :func:`make_norm`.
 """
+
 from __future__ import annotations
 
 import torch

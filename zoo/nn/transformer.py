@@ -5,10 +5,11 @@ layout (:func:`layout_attention`), the residual wrapper with
 pre- or post-normalisation (:class:`Residual`), the feed-forward sublayer and the
 final norm of a pre-norm stack.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import nn
@@ -46,10 +47,15 @@ class TransformerLayout:
     activation: Activation = Activation.relu  # of the feed-forward sublayer; gelu: Hendrycks & Gimpel (2016)
     dropout: float = 0.1  # on every sublayer output, inside the feed-forward sublayer and on decoder embeddings
     attention_dropout: float = 0.0  # on the attention weights
-    norm_position: NormPosition = NormPosition.pre  # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
-    norm: Norm = Norm.layernorm  # layernorm (Ba et al., 2016) | rmsnorm (Zhang & Sennrich, 2019) | dyt: Dynamic Tanh (Zhu et al., 2025)
-    kv_heads: Optional[int] = None  # key/value heads shared by groups of query heads: null = heads | 1: multi-query (Shazeer, 2019) | else grouped-query (Ainslie et al., 2023)
-    kv_latent_dim: Optional[int] = None  # multi-head latent attention (DeepSeek-V2, 2024): cache this latent instead of keys and values
+    # pre: x + f(norm(x)) and a final norm (Xiong et al., 2020) | post: norm(x + f(x)) (Vaswani et al., 2017)
+    norm_position: NormPosition = NormPosition.pre
+    # layernorm (Ba et al., 2016) | rmsnorm (Zhang & Sennrich, 2019) | dyt: Dynamic Tanh (Zhu et al., 2025)
+    norm: Norm = Norm.layernorm
+    # key/value heads shared by groups of query heads: null = heads | 1: multi-query (Shazeer, 2019)
+    # | else grouped-query (Ainslie et al., 2023)
+    kv_heads: int | None = None
+    # multi-head latent attention (DeepSeek-V2, 2024): cache this latent instead of keys and values
+    kv_latent_dim: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("layers", "d_model", "heads", "ff_dim", "kv_heads", "kv_latent_dim"):
@@ -66,8 +72,13 @@ class TransformerLayout:
 def layout_attention(cfg: TransformerLayout, scorer: Any, **kwargs: Any) -> MultiHeadAttention:
     """A block's multi-head attention with the layout's width, heads, key/value layout and attention dropout."""
     return MultiHeadAttention(
-        cfg.d_model, cfg.heads, scorer, dropout=cfg.attention_dropout,
-        kv_heads=cfg.kv_heads, kv_latent_dim=cfg.kv_latent_dim, **kwargs,
+        cfg.d_model,
+        cfg.heads,
+        scorer,
+        dropout=cfg.attention_dropout,
+        kv_heads=cfg.kv_heads,
+        kv_latent_dim=cfg.kv_latent_dim,
+        **kwargs,
     )
 
 

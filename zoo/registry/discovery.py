@@ -10,6 +10,7 @@ every folder loaded is added (absolute) to ``$ZOO_PLUGIN_DIRS``. Child processes
 inherit the variable and mount the same folders, so a config pickled here, whose
 nodes name plugin classes, unpickles there.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -6,6 +6,7 @@ kind's optional groups such as ``cross_attention``; name = name), so a
 misspelt or mistyped field is rejected when the config is composed, long before
 anything trains.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,10 +16,11 @@ import inspect
 import io
 import tokenize
 import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -109,7 +111,7 @@ def _field_comment(cls: type, field: str) -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _declared_comments(klass: type) -> dict[str, str]:
     """Field name -> the ``# ...`` text on the line where ``klass`` declares it ({} without source)."""
     try:
@@ -121,16 +123,33 @@ def _declared_comments(klass: type) -> dict[str, str]:
         node = next((n for n in node.body if isinstance(n, ast.ClassDef) and n.name == name), None)
         if node is None:  # e.g. a class defined inside a function
             return {}
+    lines = source.splitlines()
     comments = {
         token.start[0]: token.string.lstrip("#").strip()
         for token in tokenize.generate_tokens(io.StringIO(source).readline)
         if token.type == tokenize.COMMENT
     }
-    return {
-        statement.target.id: comments[statement.lineno]
-        for statement in node.body
-        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.lineno in comments
-    }
+    found = {}
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            text = _comment_of(statement, lines, comments)
+            if text:
+                found[statement.target.id] = text
+    return found
+
+
+def _comment_of(statement: ast.stmt, lines: list[str], comments: dict[int, str]) -> str:
+    """The comments on a field's own lines; without any, the block of comment lines right above it
+    (where a field's long comment goes so that the line stays short)."""
+    inline = [comments[n] for n in range(statement.lineno, statement.end_lineno + 1) if n in comments]
+    if inline:
+        return " ".join(inline)
+    above = []
+    n = statement.lineno - 1
+    while n in comments and lines[n - 1].lstrip().startswith("#"):
+        above.insert(0, comments[n])
+        n -= 1
+    return " ".join(above)
 
 
 def _tagged_config(kind: str, name: str, cls: type) -> type:
@@ -142,7 +161,9 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
     chosen = getattr(cls, "component_defaults", {})
     if chosen:
         if not declared_kind(kind).chooses_defaults:
-            raise RegistryError(f"{kind} '{name}' sets component_defaults, but only a task may choose other kinds' defaults")
+            raise RegistryError(
+                f"{kind} '{name}' sets component_defaults, but only a task may choose other kinds' defaults"
+            )
         # Hydra's defaults list: choices for other groups that the command line or an experiment may still override.
         overrides = [{f"override /{group}@_global_.{group}": choice} for group, choice in chosen.items()]
         fields.append(("defaults", list, dataclasses.field(default_factory=lambda: [*overrides, "_self_"])))
@@ -182,8 +203,13 @@ def get(kind: str, name: str) -> Entry:
     entry = _ENTRIES.get((kind, name))
     if entry is None:
         known = ", ".join(names(kind)) or "none"
-        raise RegistryError(with_hint(f"unknown {kind} '{name}'", did_you_mean(str(name), names(kind)),
-                                      f"registered {kind} components: {known}"))
+        raise RegistryError(
+            with_hint(
+                f"unknown {kind} '{name}'",
+                did_you_mean(str(name), names(kind)),
+                f"registered {kind} components: {known}",
+            )
+        )
     return entry
 
 
@@ -215,8 +241,13 @@ def build(kind: str, cfg: Any, **kwargs: Any) -> Any:
     allowed = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(cfg) - allowed)
     if unknown:
-        raise RegistryError(with_hint(f"{kind} '{name}' has no field(s) {', '.join(unknown)}",
-                                      did_you_mean(unknown[0], allowed), f"fields: {', '.join(sorted(allowed))}"))
+        raise RegistryError(
+            with_hint(
+                f"{kind} '{name}' has no field(s) {', '.join(unknown)}",
+                did_you_mean(unknown[0], allowed),
+                f"fields: {', '.join(sorted(allowed))}",
+            )
+        )
     return entry.cls(base(**cfg), **kwargs)
 
 

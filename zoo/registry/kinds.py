@@ -4,6 +4,7 @@ The config schema and the primary config's defaults (:mod:`zoo.config.schema`),
 ``zoo list``, model assembly, ``summary.json`` and ``zoo compare`` all read
 this table; adding a kind here is the whole of making it one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,17 +40,39 @@ class Kind:
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("task", "translation", "Task",
-         "owns sources and outputs: source codec, items -> training pairs, output length, metrics, samples, prediction",
-         chooses_defaults=True),
+    Kind(
+        "task",
+        "translation",
+        "Task",
+        "owns sources and outputs: source codec, items -> training pairs, output length, metrics, samples, prediction",
+        chooses_defaults=True,
+    ),
     Kind("dataset", "synthetic", "Dataset", "config -> items {id, source, references[]} for train/val/test"),
     Kind("tokenizer", "word", "Tokenizer", "text <-> token ids (trained on the training split)"),
     Kind("frontend", "tokens", "Frontend", "source batch -> vectors x (B, S, D) and mask (B, S)", in_model=True),
-    Kind("posenc", "none", "PositionalEncoding", "x (B, T, D) -> x with positions, or hooks inside attention", in_model=True),
+    Kind(
+        "posenc",
+        "none",
+        "PositionalEncoding",
+        "x (B, T, D) -> x with positions, or hooks inside attention",
+        in_model=True,
+    ),
     Kind("encoder", "gru", "Encoder", "x (B, S, D), mask -> memory (B, S, H), mask, state (B, H)", in_model=True),
-    Kind("decoder", "rnn", "Decoder", "target ids + encoder output -> logits (B, T, V); step() for generation", in_model=True),
-    Kind("attention", "additive", "Scorer", "queries (B, H, T, d), keys (B, H, S, d) -> scores (B, H, T, S)", in_model=True,
-         optional_groups=("self_attention", "cross_attention")),
+    Kind(
+        "decoder",
+        "rnn",
+        "Decoder",
+        "target ids + encoder output -> logits (B, T, V); step() for generation",
+        in_model=True,
+    ),
+    Kind(
+        "attention",
+        "additive",
+        "Scorer",
+        "queries (B, H, T, d), keys (B, H, S, d) -> scores (B, H, T, S)",
+        in_model=True,
+        optional_groups=("self_attention", "cross_attention"),
+    ),
     Kind("metric", None, "Metric", "hypotheses, references per item -> corpus score, per-item scores"),
 )
 
@@ -70,5 +93,8 @@ def kind(name: str) -> Kind:
     from zoo.config.suggest import did_you_mean, with_hint
     from zoo.registry.entries import RegistryError
 
-    raise RegistryError(with_hint(f"unknown component kind '{name}'", did_you_mean(name, KIND_NAMES),
-                                  f"kinds are: {', '.join(KIND_NAMES)}"))
+    raise RegistryError(
+        with_hint(
+            f"unknown component kind '{name}'", did_you_mean(name, KIND_NAMES), f"kinds are: {', '.join(KIND_NAMES)}"
+        )
+    )

@@ -8,6 +8,7 @@ groups differ; ``by`` groups by chosen settings instead (``encoder,attention``,
 Seeds are counted by distinct value: runs of one configuration that share a seed
 are one repetition (their values averaged), flagged in :attr:`Group.shared_seeds`.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,7 +72,9 @@ class Group:
         configuration that share a seed are one repetition, not several."""
         repetitions: dict[tuple, list[Run]] = {}
         for run in sorted(self.finished, key=run_order):
-            repetitions.setdefault((run.summary.get("config_key") or str(run.path.resolve()), str(run.seed)), []).append(run)
+            repetitions.setdefault(
+                (run.summary.get("config_key") or str(run.path.resolve()), str(run.seed)), []
+            ).append(run)
         return list(repetitions.values())
 
     @property
@@ -155,22 +158,38 @@ def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
     if by:
         return [" ".join(f"{key}={show(runs[0].setting(key))}" for key in by) for runs in members]
     settings = [runs[0].settings for runs in members]
-    presets = [{group: choice for group, choice in runs[0].choices.items() if group not in s}
-               for runs, s in zip(members, settings)]
-    chosen = _deciding([group for group in dict.fromkeys(g for p in presets for g in p)
-                        if len({_canonical(p.get(group)) for p in presets}) > 1], presets)
+    presets = [
+        {group: choice for group, choice in runs[0].choices.items() if group not in s}
+        for runs, s in zip(members, settings)
+    ]
+    chosen = _deciding(
+        [
+            group
+            for group in dict.fromkeys(g for p in presets for g in p)
+            if len({_canonical(p.get(group)) for p in presets}) > 1
+        ],
+        presets,
+    )
     alike: dict[tuple, list[dict[str, Any]]] = {}  # groups of the same presets
     for p, s in zip(presets, settings):
         alike.setdefault(tuple(_canonical(p.get(group)) for group in chosen), []).append(s)
-    keys = [key for key in dict.fromkeys(k for s in settings for k in s)
-            if _compared(key) and any(_differs(key, cell) for cell in alike.values())]
-    labels = [" ".join([*(f"{group}={show(p.get(group))}" for group in chosen),
-                        *(f"{key}={show(s.get(key))}" for key in keys)])
-              or str(runs[0].setting("encoder") or runs[0].path.name)
-              for runs, p, s in zip(members, presets, settings)]
+    keys = [
+        key
+        for key in dict.fromkeys(k for s in settings for k in s)
+        if _compared(key) and any(_differs(key, cell) for cell in alike.values())
+    ]
+    labels = [
+        " ".join(
+            [*(f"{group}={show(p.get(group))}" for group in chosen), *(f"{key}={show(s.get(key))}" for key in keys)]
+        )
+        or str(runs[0].setting("encoder") or runs[0].path.name)
+        for runs, p, s in zip(members, presets, settings)
+    ]
     repeated = Counter(labels)
-    return [f"{label} [{runs[0].summary.get('config_key') or runs[0].path.name}]" if repeated[label] > 1 else label
-            for label, runs in zip(labels, members)]
+    return [
+        f"{label} [{runs[0].summary.get('config_key') or runs[0].path.name}]" if repeated[label] > 1 else label
+        for label, runs in zip(labels, members)
+    ]
 
 
 def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
@@ -186,11 +205,15 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
         seeds, done = group.seeds, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
         group.metrics = {name: _over_seeds(seeds, lambda run, name=name: run.score(name)) for name in names}
-        group.costs = {column: stat for path, column in COSTS.items()
-                       if (stat := _over_seeds(seeds, lambda run, path=path: _lookup(run.summary, path)))}
+        group.costs = {
+            column: stat
+            for path, column in COSTS.items()
+            if (stat := _over_seeds(seeds, lambda run, path=path: _lookup(run.summary, path)))
+        }
         labels = dict.fromkeys(b for run in done for b in run.summary.get("breakdowns", {}).get("bleu_by_length", {}))
-        group.buckets = {b: _over_seeds(seeds, lambda run, b=b: _lookup(run.summary, ("breakdowns", "bleu_by_length", b,
-                                                                                   "bleu")))
-                         for b in labels}
+        group.buckets = {
+            b: _over_seeds(seeds, lambda run, b=b: _lookup(run.summary, ("breakdowns", "bleu_by_length", b, "bleu")))
+            for b in labels
+        }
         groups.append(group)
     return groups

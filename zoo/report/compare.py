@@ -6,6 +6,7 @@ monitored metric (or ``sort``) in its own direction. Running and failed runs are
 counted in the status column, never averaged in. With a baseline, each row also
 holds its difference from it, a confidence interval and a p-value (``stats.py``).
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,8 +33,9 @@ class CompareError(ZooError, ValueError):
 class Leaderboard:
     """Groups of runs, their columns and order, renderable as a terminal table, Markdown, CSV or JSON."""
 
-    def __init__(self, runs: list[Run], by: list[str] | None = None, sort: str | None = None,
-                 skipped: list[Run] | None = None) -> None:
+    def __init__(
+        self, runs: list[Run], by: list[str] | None = None, sort: str | None = None, skipped: list[Run] | None = None
+    ) -> None:
         """``runs`` must be comparable (see :func:`comparable_sets`); ``skipped`` are named under the table."""
         self.runs = runs
         self.skipped = skipped or []
@@ -42,12 +44,19 @@ class Leaderboard:
         self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
         self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)
         if sort and self.metrics and sort not in self.metrics:
-            raise CompareError(with_hint(f"--sort {sort}: no run has that test metric", did_you_mean(sort, self.metrics),
-                                         f"they have {', '.join(self.metrics)}"))
+            raise CompareError(
+                with_hint(
+                    f"--sort {sort}: no run has that test metric",
+                    did_you_mean(sort, self.metrics),
+                    f"they have {', '.join(self.metrics)}",
+                )
+            )
         directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
         self.higher_is_better = directions[0] if directions else True
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
-        self.buckets = sorted({b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+")))
+        self.buckets = sorted(
+            {b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+"))
+        )
         self.groups.sort(key=self._rank)
         self.baseline: Group | None = None
         self.comparisons: dict[str, Comparison | None] = {}
@@ -61,8 +70,11 @@ class Leaderboard:
         p-value; the p-values Holm-adjusted over the rows tested (Holm, 1979)."""
         self.baseline = baseline
         scorer = scorer_for(self.sort, baseline.finished)
-        self.comparisons = {group.label: compare_to_baseline(scorer, baseline.seeds, group.seeds)
-                            for group in self.groups if group is not baseline}
+        self.comparisons = {
+            group.label: compare_to_baseline(scorer, baseline.seeds, group.seeds)
+            for group in self.groups
+            if group is not baseline
+        }
         tested = [c for c in self.comparisons.values() if c is not None]
         for comparison, p in zip(tested, holm([c.p_unadjusted for c in tested])):
             comparison.p = p
@@ -87,8 +99,15 @@ class Leaderboard:
 
     def header(self) -> list[str]:
         significance = [f"Δ {self.sort} [{CONFIDENCE:.0%} CI] p"] if self.baseline else []
-        return ["configuration", "n", *self.metrics, *significance, *self.costs, *[f"BLEU {b}" for b in self.buckets],
-                "runs"]
+        return [
+            "configuration",
+            "n",
+            *self.metrics,
+            *significance,
+            *self.costs,
+            *[f"BLEU {b}" for b in self.buckets],
+            "runs",
+        ]
 
     def _test_cell(self, group: Group) -> list[str]:
         """``+3.1 [-1.2, 7.4] p=0.330``, with `` *`` when the adjusted p is below 0.05."""
@@ -104,11 +123,21 @@ class Leaderboard:
     def rows(self) -> list[list[str]]:
         rows = []
         for g in self.groups:
-            costs = [self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
-                     for c in self.costs]
-            rows.append([g.label, str(len(g.seeds)), *[self._stat(g.metrics.get(m)) for m in self.metrics],
-                         *self._test_cell(g), *costs,
-                         *[self._stat(g.buckets.get(b)) for b in self.buckets], self._status(g)])
+            costs = [
+                self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
+                for c in self.costs
+            ]
+            rows.append(
+                [
+                    g.label,
+                    str(len(g.seeds)),
+                    *[self._stat(g.metrics.get(m)) for m in self.metrics],
+                    *self._test_cell(g),
+                    *costs,
+                    *[self._stat(g.buckets.get(b)) for b in self.buckets],
+                    self._status(g),
+                ]
+            )
         return rows
 
     # ------------------------------------------------------------------ formats
@@ -123,8 +152,10 @@ class Leaderboard:
             lines.append(self.method())
         lines += [f"{g.label}: {note} (counted once)" for g in self.groups for note in g.shared_seeds]
         if self.skipped:
-            lines.append(f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
-                         + ", ".join(str(run.path) for run in self.skipped))
+            lines.append(
+                f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
+                + ", ".join(str(run.path) for run in self.skipped)
+            )
         return "\n".join(lines)
 
     def table(self) -> str:
@@ -147,9 +178,11 @@ class Leaderboard:
             methods.setdefault(c.method if c else "", []).append(label)
         untested, tested = methods.pop("", []), sum(map(len, methods.values()))
         used = "; ".join(m if len(methods) == 1 else f"{m} for {', '.join(labels)}" for m, labels in methods.items())
-        line = (f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
-                f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'}, {SAMPLES} samples (Koehn, 2004), "
-                f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < 0.05")
+        line = (
+            f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
+            f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'}, {SAMPLES} samples (Koehn, 2004), "
+            f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < 0.05"
+        )
         return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
 
     def _test_fields(self, group: Group) -> dict:
@@ -166,29 +199,54 @@ class Leaderboard:
         writer = csv.writer(out)
         stat_columns = [*self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets]]
         tests = list(TEST_FIELDS) if self.baseline else []
-        writer.writerow(["configuration", "seeds", *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
-                         *tests, "runs"])
+        writer.writerow(
+            [
+                "configuration",
+                "seeds",
+                *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
+                *tests,
+                "runs",
+            ]
+        )
         for g in self.groups:
             stats = [g.metrics.get(m) for m in self.metrics] + [g.costs.get(c) for c in self.costs]
             stats += [g.buckets.get(b) for b in self.buckets]
             cells = [value for s in stats for value in ((s.mean, s.std) if s else ("", ""))]
             fields = self._test_fields(g) if self.baseline else {}
-            writer.writerow([g.label, len(g.seeds), *cells, *("" if v is None else v for v in fields.values()),
-                             self._status(g)])
+            writer.writerow(
+                [g.label, len(g.seeds), *cells, *("" if v is None else v for v in fields.values()), self._status(g)]
+            )
         return out.getvalue().rstrip()
 
     def json(self) -> str:
         def stats(values: dict[str, Stat]) -> dict:
             return {k: {"mean": s.mean, "std": s.std, "n": s.n} for k, s in values.items() if s}
 
-        rows = [{"configuration": g.label, "seeds": len(g.seeds), "runs": [str(r.path) for r in g.runs],
-                 "status": dict(g.statuses), "shared_seeds": g.shared_seeds, "metrics": stats(g.metrics),
-                 "costs": stats(g.costs), "bleu_by_length": stats(g.buckets), **self._test_fields(g)}
-                for g in self.groups]
-        return json.dumps({"sort": self.sort, "higher_is_better": self.higher_is_better, "rows": rows,
-                           "baseline": self.baseline.label if self.baseline else None,
-                           "method": self.method() if self.baseline else None,
-                           "left_out": [str(r.path) for r in self.skipped]}, indent=2)
+        rows = [
+            {
+                "configuration": g.label,
+                "seeds": len(g.seeds),
+                "runs": [str(r.path) for r in g.runs],
+                "status": dict(g.statuses),
+                "shared_seeds": g.shared_seeds,
+                "metrics": stats(g.metrics),
+                "costs": stats(g.costs),
+                "bleu_by_length": stats(g.buckets),
+                **self._test_fields(g),
+            }
+            for g in self.groups
+        ]
+        return json.dumps(
+            {
+                "sort": self.sort,
+                "higher_is_better": self.higher_is_better,
+                "rows": rows,
+                "baseline": self.baseline.label if self.baseline else None,
+                "method": self.method() if self.baseline else None,
+                "left_out": [str(r.path) for r in self.skipped],
+            },
+            indent=2,
+        )
 
 
 def _test_conditions(run: Run) -> tuple[str, str]:
@@ -202,8 +260,10 @@ def _signatures(run: Run) -> str | None:
     test = run.summary.get("test", {})
     if not test:
         return None
-    signatures = {m: "|".join(p for p in str(e.get("signature")).split("|") if not p.startswith("version:"))
-                  for m, e in test.items()}
+    signatures = {
+        m: "|".join(p for p in str(e.get("signature")).split("|") if not p.startswith("version:"))
+        for m, e in test.items()
+    }
     return json.dumps(signatures, sort_keys=True)
 
 
@@ -243,8 +303,9 @@ def is_trial(run: Run) -> bool:
     return record is not None and record.role == "trial"
 
 
-def leaderboards(runs: list[Run], by: list[str] | None = None, sort: str | None = None,
-                 baseline: str | None = None) -> list[tuple[str, Leaderboard]]:
+def leaderboards(
+    runs: list[Run], by: list[str] | None = None, sort: str | None = None, baseline: str | None = None
+) -> list[tuple[str, Leaderboard]]:
     """One leaderboard per set of comparable runs (with a note saying how it differs); a search's trials
     are left to its curves."""
     runs = [run for run in runs if not is_trial(run)]
@@ -259,37 +320,58 @@ def leaderboards(runs: list[Run], by: list[str] | None = None, sort: str | None 
     return boards
 
 
-def compare(paths: list[str | Path], by: list[str] | None = None, sort: str | None = None, fmt: str = "table",
-            baseline: str | None = None) -> str:
+def compare(
+    paths: list[str | Path],
+    by: list[str] | None = None,
+    sort: str | None = None,
+    fmt: str = "table",
+    baseline: str | None = None,
+) -> str:
     """The leaderboards of every run under ``paths`` as text; as a table or Markdown, a search's expected best
     validation score against the number of trials comes first."""
     runs = find_runs(paths)
     boards = leaderboards(runs, by, sort, baseline)
     families = search_families(runs)
     if not families and not any(board.runs or board.skipped for _, board in boards):
-        raise RunsNotFound(f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)")
+        raise RunsNotFound(
+            f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)"
+        )
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
-    text = "\n\n".join(f"{why}\n{board.render(fmt)}" if why else board.render(fmt) for why, board in boards
-                       if board.runs or board.skipped or not families)
+    text = "\n\n".join(
+        f"{why}\n{board.render(fmt)}" if why else board.render(fmt)
+        for why, board in boards
+        if board.runs or board.skipped or not families
+    )
     search = format_search(families, markdown=fmt == "markdown") if fmt in ("table", "markdown") else ""
     return "\n".join(part for part in (search, text) if part)
 
 
-def write_report(paths: list[str | Path], out: str | Path, by: list[str] | None = None, sort: str | None = None,
-                 baseline: str | None = None) -> Path:
+def write_report(
+    paths: list[str | Path],
+    out: str | Path,
+    by: list[str] | None = None,
+    sort: str | None = None,
+    baseline: str | None = None,
+) -> Path:
     """Write the self-contained HTML report of the runs under ``paths`` to ``out`` (atomically: a write that
     fails leaves neither a part of the page nor its temporary file)."""
     try:
         from zoo.report.html import render
     except ImportError as error:
-        raise CompareError(f"the HTML report needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
+        raise CompareError(
+            f"the HTML report needs Plotly ({error}); install it with: pip install 'zoo[report]'"
+        ) from None
 
     out = Path(out)
     check_report_file(out)
     runs = find_runs(paths)
-    page = render(leaderboards(runs, by, sort, baseline), f"zoo compare: {', '.join(map(str, paths))}", out,
-                  families=search_families(runs))
+    page = render(
+        leaderboards(runs, by, sort, baseline),
+        f"zoo compare: {', '.join(map(str, paths))}",
+        out,
+        families=search_families(runs),
+    )
     partial = out.with_name(f".{out.name}.tmp")
     try:
         partial.write_text(page)
@@ -311,11 +393,15 @@ def check_report_file(out: Path) -> None:
     if out.is_dir():
         raise CompareError(f"--html {out}: that is a folder; name a file in it, e.g. --html {out / 'report.html'}")
     if not out.parent.is_dir():
-        raise CompareError(f"--html {out}: there is no folder {out.parent}; create it first (mkdir -p {out.parent}) "
-                           "or name a file in a folder that exists")
+        raise CompareError(
+            f"--html {out}: there is no folder {out.parent}; create it first (mkdir -p {out.parent}) "
+            "or name a file in a folder that exists"
+        )
     if out.exists() and out.suffix.lower() not in REPORT_SUFFIXES:
-        raise CompareError(f"--html {out}: that file exists and is not an HTML page, so the report will not replace "
-                           "it; name a new file, e.g. report.html")
+        raise CompareError(
+            f"--html {out}: that file exists and is not an HTML page, so the report will not replace "
+            "it; name a new file, e.g. report.html"
+        )
 
 
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
@@ -323,8 +409,13 @@ def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
         labels = [g.label for _, board in boards for g in board.groups]
-        raise CompareError(with_hint(f"--baseline {label!r} names no single configuration", did_you_mean(label, labels),
-                                     f"choose one of: {'; '.join(labels)}"))
+        raise CompareError(
+            with_hint(
+                f"--baseline {label!r} names no single configuration",
+                did_you_mean(label, labels),
+                f"choose one of: {'; '.join(labels)}",
+            )
+        )
     for board, groups in found:
         if len(groups) == 1:
             board.test_against(groups[0])

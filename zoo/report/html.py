@@ -6,6 +6,7 @@ quality against cost with the Pareto front, the metric by breakdown bucket, samp
 outputs side by side, and the attention pictures the runs hold. Charts are Plotly
 figures; Plotly's JavaScript is inlined once, so the file opens offline.
 """
+
 from __future__ import annotations
 
 import base64
@@ -77,11 +78,28 @@ def _band(fig: go.Figure, x: list[float], stats: list[Stat], name: str, colour: 
     if any(s.n > 1 for s in stats):
         upper = [s.mean + s.std for s in stats]
         lower = [s.mean - s.std for s in stats]
-        fig.add_trace(go.Scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", fillcolor=colour, opacity=0.2,
-                                 line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=name),
-                      row=1, col=col)
-    fig.add_trace(go.Scatter(x=x, y=means, name=name, mode="lines+markers", line={"color": colour},
-                             legendgroup=name, showlegend=show), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=upper + lower[::-1],
+                fill="toself",
+                fillcolor=colour,
+                opacity=0.2,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=name,
+            ),
+            row=1,
+            col=col,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=means, name=name, mode="lines+markers", line={"color": colour}, legendgroup=name, showlegend=show
+        ),
+        row=1,
+        col=col,
+    )
 
 
 def learning_curves(groups: list[Group], metric: str) -> str:
@@ -126,13 +144,33 @@ def quality_against_cost(board: Leaderboard) -> str:
             if quality is None or spend is None:
                 continue
             points.append((spend.mean, quality.mean))
-            fig.add_trace(go.Scatter(x=[spend.mean], y=[quality.mean], mode="markers", name=group.label,
-                                     marker={"color": _colour(k), "size": 11}, legendgroup=group.label,
-                                     error_y={"type": "data", "array": [quality.std], "visible": quality.n > 1},
-                                     showlegend=col == 1), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=[spend.mean],
+                    y=[quality.mean],
+                    mode="markers",
+                    name=group.label,
+                    marker={"color": _colour(k), "size": 11},
+                    legendgroup=group.label,
+                    error_y={"type": "data", "array": [quality.std], "visible": quality.n > 1},
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
         front = pareto_front(points, board.higher_is_better)
-        fig.add_trace(go.Scatter(x=[p[0] for p in front], y=[p[1] for p in front], mode="lines", name="Pareto front",
-                                 line={"dash": "dot", "color": "#888"}, showlegend=col == 1), row=1, col=col)
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in front],
+                y=[p[1] for p in front],
+                mode="lines",
+                name="Pareto front",
+                line={"dash": "dot", "color": "#888"},
+                showlegend=col == 1,
+            ),
+            row=1,
+            col=col,
+        )
         if cost == "params":
             fig.update_xaxes(type="log", row=1, col=col)
     return _figure(fig)
@@ -145,9 +183,15 @@ def breakdown(board: Leaderboard) -> str:
     fig = go.Figure()
     for k, group in enumerate(board.groups):
         stats = [group.buckets.get(b) for b in board.buckets]
-        fig.add_trace(go.Bar(x=board.buckets, y=[s.mean if s else None for s in stats], name=group.label,
-                             marker_color=_colour(k),
-                             error_y={"type": "data", "array": [s.std if s else 0 for s in stats]}))
+        fig.add_trace(
+            go.Bar(
+                x=board.buckets,
+                y=[s.mean if s else None for s in stats],
+                name=group.label,
+                marker_color=_colour(k),
+                error_y={"type": "data", "array": [s.std if s else 0 for s in stats]},
+            )
+        )
     fig.update_layout(barmode="group", xaxis_title="source length (words)", yaxis_title="BLEU")
     return _figure(fig)
 
@@ -162,8 +206,14 @@ def samples(board: Leaderboard) -> str:
     rows = []
     for item_id in common:
         first = items[0][item_id]
-        rows.append([item_id, first.get("source", ""), " / ".join(first["references"]),
-                     *[outputs[item_id]["hypothesis"] for outputs in items]])
+        rows.append(
+            [
+                item_id,
+                first.get("source", ""),
+                " / ".join(first["references"]),
+                *[outputs[item_id]["hypothesis"] for outputs in items],
+            ]
+        )
     return _table(["item", "source", "references", *[g.label for g in shown]], rows, "samples")
 
 
@@ -179,12 +229,21 @@ def attention_pictures(board: Leaderboard, report: Path) -> str:
                 continue
             images = "".join(
                 f'<img alt="{html.escape(p.stem)}" title="{html.escape(p.parent.name)}: {html.escape(p.stem)}" '
-                f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">' for p in pictures)
-            links = "".join(f'<li><a href="{html.escape(_relative(e, report))}">{html.escape(e.parent.name)}</a></li>'
-                            for e in explorers)
-            parts.append(f"<h3>{html.escape(group.label)} ({html.escape(Path(run.path).name)})</h3>"
-                         f'<div class="pictures">{images}</div>' + (f"<p>Explorers:</p><ul>{links}</ul>" if links else ""))
-    return "".join(parts) or '<p class="note">No attention pictures yet: <code>zoo attention RUN "sentence"</code> draws them.</p>'
+                f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+                for p in pictures
+            )
+            links = "".join(
+                f'<li><a href="{html.escape(_relative(e, report))}">{html.escape(e.parent.name)}</a></li>'
+                for e in explorers
+            )
+            parts.append(
+                f"<h3>{html.escape(group.label)} ({html.escape(Path(run.path).name)})</h3>"
+                f'<div class="pictures">{images}</div>' + (f"<p>Explorers:</p><ul>{links}</ul>" if links else "")
+            )
+    return (
+        "".join(parts)
+        or '<p class="note">No attention pictures yet: <code>zoo attention RUN "sentence"</code> draws them.</p>'
+    )
 
 
 def _relative(path: Path, report: Path) -> str:
@@ -208,7 +267,9 @@ def in_progress(board: Leaderboard) -> str:
             rows.append([group.label, Path(run.path).name, progress, summary.get("step", ""), latest])
     if not rows:
         return ""
-    return "<h2>Running</h2>" + _table(["configuration", "run", "progress", "step", "latest validation"], rows, "running")
+    return "<h2>Running</h2>" + _table(
+        ["configuration", "run", "progress", "step", "latest validation"], rows, "running"
+    )
 
 
 def search_curves(families: list[Family]) -> list[str]:
@@ -216,14 +277,22 @@ def search_curves(families: list[Family]) -> list[str]:
     al., 2019), the table of the same numbers, and each family's best trial with its re-seeded test score."""
     if not families:
         return []
-    return ["<h2>Search: expected best validation score after n trials</h2>", _figure(expected_best_figure(families)),
-            f"<pre>{html.escape(format_search(families))}</pre>",
-            '<p class="note">A curve still rising at its last trial says the family was not tuned to its best with '
-            "this budget; curves that cross say the ranking depends on the budget.</p>"]
+    return [
+        "<h2>Search: expected best validation score after n trials</h2>",
+        _figure(expected_best_figure(families)),
+        f"<pre>{html.escape(format_search(families))}</pre>",
+        '<p class="note">A curve still rising at its last trial says the family was not tuned to its best with '
+        "this budget; curves that cross say the ranking depends on the budget.</p>",
+    ]
 
 
-def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refresh_seconds: int = 0,
-           families: list[Family] | None = None) -> str:
+def render(
+    boards: list[tuple[str, Leaderboard]],
+    title: str,
+    report: Path,
+    refresh_seconds: int = 0,
+    families: list[Family] | None = None,
+) -> str:
     """The whole page for one or more sets of comparable runs, and the searches among them (``families``)."""
     sections = search_curves(families or [])
     for note, board in boards:
@@ -231,14 +300,20 @@ def render(boards: list[tuple[str, Leaderboard]], title: str, report: Path, refr
             sections.append(f"<h2>{html.escape(note)}</h2>")
         footnote = html.escape(board.footnote()).replace("\n", "<br>")
         sections += [
-            "<h2>Leaderboard</h2>", _table(board.header(), board.rows()), f'<p class="note">{footnote}</p>',
+            "<h2>Leaderboard</h2>",
+            _table(board.header(), board.rows()),
+            f'<p class="note">{footnote}</p>',
             in_progress(board),
-            "<h2>Learning curves</h2>", learning_curves(board.groups, board.sort or ""),
-            "<h2>Quality and cost</h2>", quality_against_cost(board),
-            "<h2>By source length</h2>", breakdown(board),
-            "<h2>Sample outputs</h2>", samples(board),
-            "<h2>Attention</h2>", attention_pictures(board, report),
+            "<h2>Learning curves</h2>",
+            learning_curves(board.groups, board.sort or ""),
+            "<h2>Quality and cost</h2>",
+            quality_against_cost(board),
+            "<h2>By source length</h2>",
+            breakdown(board),
+            "<h2>Sample outputs</h2>",
+            samples(board),
+            "<h2>Attention</h2>",
+            attention_pictures(board, report),
         ]
     refresh = f'<meta http-equiv="refresh" content="{refresh_seconds}">' if refresh_seconds else ""
     return PAGE.format(title=html.escape(title), plotly=get_plotlyjs(), refresh=refresh, sections="\n".join(sections))
-

@@ -1,4 +1,5 @@
 """Runs as ``zoo compare`` sees them: read from run directories only, never from a live process."""
+
 from __future__ import annotations
 
 import json
@@ -114,8 +115,10 @@ def check_settings(runs: list[Run], keys: list[str]) -> None:
     for key in missing:
         if key in known:
             continue
-        hint = did_you_mean(key, sorted(known), n=3) or ("give a key of a run's config.yaml (seed, optim.lr, "
-                                                          "encoder.hidden_size) or a config group (encoder, model, experiment)")
+        hint = did_you_mean(key, sorted(known), n=3) or (
+            "give a key of a run's config.yaml (seed, optim.lr, "
+            "encoder.hidden_size) or a config group (encoder, model, experiment)"
+        )
         raise UnknownSetting(f"--by {key}: no run has that setting; {hint}")
 
 
@@ -143,6 +146,8 @@ def existing(paths: list[str | Path]) -> list[Path]:
     """``paths`` as paths, each checked to exist (a mistyped folder is an error, not an empty comparison)."""
     missing = [str(path) for path in paths if not Path(path).exists()]
     if missing:
-        raise RunsNotFound(f"no such file or folder: {', '.join(missing)}; give run directories or folders holding "
-                           "them (e.g. multirun/)")
+        raise RunsNotFound(
+            f"no such file or folder: {', '.join(missing)}; give run directories or folders holding "
+            "them (e.g. multirun/)"
+        )
     return [Path(path) for path in paths]

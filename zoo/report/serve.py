@@ -4,6 +4,7 @@ Bound to 127.0.0.1 by default and read-only: it answers GET for the page and
 nothing else, so a sweep can be watched while it runs without exposing anything
 writable. The page reloads itself every ``refresh`` seconds.
 """
+
 from __future__ import annotations
 
 import html
@@ -16,7 +17,6 @@ from zoo.report.compare import leaderboards
 from zoo.report.html import render
 from zoo.report.runs import find_runs
 from zoo.search.report import search_families
-
 
 #: The page served instead of the report while a run cannot be read; it reloads like the report.
 ERROR_PAGE = """<!DOCTYPE html>
@@ -52,8 +52,13 @@ class ReportHandler(BaseHTTPRequestHandler):
     def report(self) -> bytes:
         """The report of the runs as they are now."""
         runs = find_runs(self.paths)
-        return render(leaderboards(runs), f"zoo dashboard: {', '.join(self.paths)}", Path.cwd() / "dashboard",
-                      refresh_seconds=self.refresh, families=search_families(runs)).encode()
+        return render(
+            leaderboards(runs),
+            f"zoo dashboard: {', '.join(self.paths)}",
+            Path.cwd() / "dashboard",
+            refresh_seconds=self.refresh,
+            families=search_families(runs),
+        ).encode()
 
     def do_POST(self) -> None:  # noqa: N802
         self.send_error(405, "the dashboard is read-only")

@@ -12,6 +12,7 @@ number (Holm, 1979). With one seed each, the test is sacrebleu's paired bootstra
 Everything random is drawn from a fixed seed over items sorted by id and runs
 sorted by seed and path, so the same runs give the same p-value in every process.
 """
+
 from __future__ import annotations
 
 import json
@@ -88,8 +89,9 @@ class Scorer:
         if self.sacrebleu is not None:
             from zoo.metrics import reference_streams
 
-            stats = self.sacrebleu._extract_corpus_statistics([items[i]["hypothesis"] for i in ids],
-                                                             reference_streams([items[i]["references"] for i in ids]))
+            stats = self.sacrebleu._extract_corpus_statistics(
+                [items[i]["hypothesis"] for i in ids], reference_streams([items[i]["references"] for i in ids])
+            )
             return dict(zip(ids, np.asarray(stats, dtype=float)))
         scores = [items[i].get("scores", {}).get(self.metric) for i in ids]
         if any(score is None for score in scores):
@@ -120,14 +122,18 @@ def scorer_for(metric: str, runs: list[Run]) -> Scorer:
 def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[list[Run]]) -> Comparison | None:
     """Test ``system`` against ``baseline``, each given as seeds (the runs of one seed; see
     :attr:`zoo.report.aggregate.Group.seeds`), on the test items every run has; None when they share none."""
-    sides = [[[run for run in runs if scorer.item_stats(run) is not None] for runs in side] for side in (baseline, system)]
+    sides = [
+        [[run for run in runs if scorer.item_stats(run) is not None] for runs in side] for side in (baseline, system)
+    ]
     sides = [[runs for runs in side if runs] for side in sides]
     if not all(sides):
         return None
     ids = sorted(set.intersection(*(set(scorer.item_stats(run)) for side in sides for runs in side for run in runs)))
     if not ids:
         return None
-    aligned = [[[np.stack([scorer.item_stats(run)[i] for i in ids]) for run in runs] for runs in side] for side in sides]
+    aligned = [
+        [[np.stack([scorer.item_stats(run)[i] for i in ids]) for run in runs] for runs in side] for side in sides
+    ]
     observed, differences = hierarchical_bootstrap(aligned[0], aligned[1], scorer.scores)
     low, high = np.percentile(differences, [50 * (1 - CONFIDENCE), 50 * (1 + CONFIDENCE)])
     single = len(aligned[0]) == len(aligned[1]) == 1
@@ -139,8 +145,9 @@ def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[
     return Comparison(observed, float(low), float(high), p, method, (len(aligned[0]), len(aligned[1])))
 
 
-def hierarchical_bootstrap(baseline: list[list[np.ndarray]], system: list[list[np.ndarray]],
-                           score: Callable[[np.ndarray, int], np.ndarray]) -> tuple[float, np.ndarray]:
+def hierarchical_bootstrap(
+    baseline: list[list[np.ndarray]], system: list[list[np.ndarray]], score: Callable[[np.ndarray, int], np.ndarray]
+) -> tuple[float, np.ndarray]:
     """The observed difference of mean scores (system - baseline) and ``SAMPLES`` resampled differences.
 
     Each side is a list of seeds, each seed a list of runs (several when runs share a seed: their scores are
@@ -184,9 +191,13 @@ def sacrebleu_paired_p(scorer: Scorer, baseline: Run, system: Run, ids: list[str
     from zoo.metrics import reference_streams
 
     items = [read_items(run) for run in (baseline, system)]
-    test = PairedTest([(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip(("baseline", "system"), items)],
-                      {scorer.metric: scorer.sacrebleu}, reference_streams([items[0][i]["references"] for i in ids]),
-                      test_type="bs", n_samples=SAMPLES)
+    test = PairedTest(
+        [(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip(("baseline", "system"), items)],
+        {scorer.metric: scorer.sacrebleu},
+        reference_streams([items[0][i]["references"] for i in ids]),
+        test_type="bs",
+        n_samples=SAMPLES,
+    )
     _, results = test()
     (column,) = [key for key in results if key != "System"]
     return results[column][1].p_value

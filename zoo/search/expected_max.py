@@ -10,6 +10,7 @@ score; as n grows it approaches the best score seen (it reaches it only when eve
 same: n draws with replacement may miss the best trial). A family whose curve still rises at n = N has
 not been tuned enough; curves that cross mean the ranking depends on the budget.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

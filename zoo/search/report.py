@@ -14,6 +14,7 @@ API: :func:`search_families` (the data), :func:`format_search` (a terminal or ma
 :func:`search_record` tells a trial (no test scores) from a re-run, for a leaderboard that should show only
 the re-runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -51,8 +52,9 @@ def search_record(run: Run) -> SearchRecord | None:
     values = {o.key_or_group.split(".", 1)[1]: o.value() for o in OverridesParser.create().parse_overrides(given)}
     if not all(key in values for key in RECORD_KEYS):
         return None
-    return SearchRecord(str(values["study"]), int(values["trial"]), str(values["role"]),
-                        values["direction"] == "maximize")
+    return SearchRecord(
+        str(values["study"]), int(values["trial"]), str(values["role"]), values["direction"] == "maximize"
+    )
 
 
 @dataclass
@@ -127,8 +129,9 @@ def search_families(runs: list[Run]) -> list[Family]:
         if record is None:
             continue
         key = (run.path.parent, record.study)
-        family = families.setdefault(key, Family(record.study, run.path.parent, run.summary.get("monitor", ""),
-                                                 record.higher_is_better))
+        family = families.setdefault(
+            key, Family(record.study, run.path.parent, run.summary.get("monitor", ""), record.higher_is_better)
+        )
         finished = run.status == "finished"
         if record.role == "reseed":
             if finished:
@@ -148,7 +151,7 @@ def search_families(runs: list[Run]) -> list[Family]:
 def _columns(families: list[Family]) -> list[int]:
     """The numbers of trials shown: 1, 2, 4, ... and the largest N."""
     largest = max((len(family.trials) for family in families), default=0)
-    shown = [n for n in (2 ** k for k in range(largest.bit_length())) if n <= largest]
+    shown = [n for n in (2**k for k in range(largest.bit_length())) if n <= largest]
     return shown + [largest] if largest and largest not in shown else shown
 
 
@@ -162,15 +165,24 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
     rows = []
     for family in families:
         curve = {point.n: f"{point.mean:.2f} ± {point.std:.2f}" for point in family.curve}
-        rows.append([family.label, family.monitor, str(len(family.trials)), str(family.failed),
-                     *(curve.get(n, "") for n in columns)])
+        rows.append(
+            [
+                family.label,
+                family.monitor,
+                str(len(family.trials)),
+                str(family.failed),
+                *(curve.get(n, "") for n in columns),
+            ]
+        )
     title = "expected best validation score after n trials, mean ± std (Dodge et al., 2019)"
     if markdown:
         table = [f"| {' | '.join(header)} |", f"|{'---|' * len(header)}"] + [f"| {' | '.join(r)} |" for r in rows]
     else:
         widths = [max(len(line[k]) for line in [header, *rows]) for k in range(len(header))]
-        table = ["  ".join(cell.ljust(widths[k]) if k < 2 else cell.rjust(widths[k]) for k, cell in enumerate(line))
-                 for line in [header, *rows]]
+        table = [
+            "  ".join(cell.ljust(widths[k]) if k < 2 else cell.rjust(widths[k]) for k, cell in enumerate(line))
+            for line in [header, *rows]
+        ]
     details = [("- " if markdown else "") + _best_line(family) for family in families]
     return "\n".join([title, "", *table, "", *details]) + "\n"
 
@@ -192,7 +204,7 @@ def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def expected_best_figure(families: list[Family]) -> "go.Figure":
+def expected_best_figure(families: list[Family]) -> go.Figure:
     """One line per family: the expected best validation score (y) after n trials (x), with a ±1 std band
     clipped to the scores the family's trials reached (the best of n trials can be no better nor worse)."""
     import plotly.graph_objects as go
@@ -205,14 +217,36 @@ def expected_best_figure(families: list[Family]) -> "go.Figure":
         x = [point.n for point in curve]
         upper = [min(high, max(low, point.mean + point.std)) for point in curve]
         lower = [min(high, max(low, point.mean - point.std)) for point in curve]
-        fig.add_trace(go.Scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", fillcolor=colour, opacity=0.2,
-                                 mode="lines", line={"width": 0}, hoverinfo="skip", showlegend=False,
-                                 legendgroup=family.label))
-        fig.add_trace(go.Scatter(x=x, y=[point.mean for point in curve], name=family.label, mode="lines+markers",
-                                 line={"color": colour}, legendgroup=family.label))
+        fig.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=upper + lower[::-1],
+                fill="toself",
+                fillcolor=colour,
+                opacity=0.2,
+                mode="lines",
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=family.label,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[point.mean for point in curve],
+                name=family.label,
+                mode="lines+markers",
+                line={"color": colour},
+                legendgroup=family.label,
+            )
+        )
     monitors = {family.monitor for family in families}
     metric = monitors.pop() if len(monitors) == 1 else "score"
-    fig.update_layout(title="Expected best validation score after n trials (Dodge et al., 2019)",
-                      xaxis_title="trials (n)", yaxis_title=f"expected best validation {metric}",
-                      xaxis={"dtick": 1})  # whole trials
+    fig.update_layout(
+        title="Expected best validation score after n trials (Dodge et al., 2019)",
+        xaxis_title="trials (n)",
+        yaxis_title=f"expected best validation {metric}",
+        xaxis={"dtick": 1},
+    )  # whole trials
     return fig

@@ -9,19 +9,23 @@ A search's command line is a grid of studies: each combination of its comma list
 is one study with its own budget, named by the combination (``model=gru``); the other overrides are
 every job's. A key the command line sets is fixed, not tuned.
 """
+
 from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.errors import ZooError
 
 #: The forms a range may take, for the messages.
-FORMS = ("interval(LOW, HIGH) (int(interval(...)) for integers, tag(log, interval(...)) for a log scale), "
-         "choice(A, B, ...) or range(START, STOP, STEP)")
+FORMS = (
+    "interval(LOW, HIGH) (int(interval(...)) for integers, tag(log, interval(...)) for a log scale), "
+    "choice(A, B, ...) or range(START, STOP, STEP)"
+)
 #: A study's name when the command line has no comma list: the search has one study.
 SINGLE_STUDY = "search"
 
@@ -40,9 +44,11 @@ def grid(arguments: list[str]) -> tuple[list[str], list[list[str]]]:
         if override.is_discrete_sweep():
             lists.append([f"{override.get_key_element()}={value}" for value in override.sweep_string_iterator()])
         elif override.is_sweep_override():
-            raise SearchError(f"{override.input_line}: a search reads its ranges from search.space, and comma lists "
-                              "on its command line make one study per value; give a range there as quoted text, "
-                              "e.g. 'search.space.optim.lr=\"tag(log, interval(1e-4, 1e-2))\"'")
+            raise SearchError(
+                f"{override.input_line}: a search reads its ranges from search.space, and comma lists "
+                "on its command line make one study per value; give a range there as quoted text, "
+                "e.g. 'search.space.optim.lr=\"tag(log, interval(1e-4, 1e-2))\"'"
+            )
         else:
             base.append(override.input_line)
     return base, [list(combination) for combination in itertools.product(*lists)]
@@ -81,13 +87,17 @@ def read_space(cfg: DictConfig, study: str, fixed: set[str] = frozenset()) -> di
     setting (or a config group) of ``cfg``; a study with nothing to tune is a :class:`SearchError`."""
     space = flat_space(OmegaConf.select(cfg, "search.space"))
     if not space:
-        raise SearchError(f"study '{study}' has no search space: choose one with search=FAMILY (conf/search: "
-                          f"{', '.join(presets()) or 'none'}), or a model= recipe that selects one")
+        raise SearchError(
+            f"study '{study}' has no search space: choose one with search=FAMILY (conf/search: "
+            f"{', '.join(presets()) or 'none'}), or a model= recipe that selects one"
+        )
     distributions = {}
     for key, text in space.items():
         if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
-            raise SearchError(f"search.space of study '{study}' names {key}, which is not a setting of the config "
-                              "(zoo train --cfg job shows them)")
+            raise SearchError(
+                f"search.space of study '{study}' names {key}, which is not a setting of the config "
+                "(zoo train --cfg job shows them)"
+            )
         if key not in fixed:
             distributions[key] = distribution(key, text)
     if not distributions:

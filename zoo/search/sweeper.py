@@ -17,6 +17,7 @@ stopped before its first checkpoint), and the budget counts what is done. Each j
 search as overrides outside the ``config_key`` (``+search.study``, ``+search.trial``, ``+search.role``,
 ``+search.direction``), which :mod:`zoo.search.report` reads back.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.search import STUDY_FILE
-from zoo.search.space import (SearchError, as_overrides, fixed_keys, grid, override_keys, quoted, read_space,
-                              study_name)
+from zoo.search.space import SearchError, as_overrides, fixed_keys, grid, override_keys, quoted, read_space, study_name
 
 log = logging.getLogger("zoo.search")
 
@@ -58,19 +58,32 @@ class Search:
     The Hydra plugin ``hydra_plugins.zoo_optuna_sweeper`` holds one and hands it ``setup`` and ``sweep``.
     """
 
-    def __init__(self, trials: int | None = None, minutes: float | None = None, reseed: list[int] | None = None,
-                 sampler: str = "random", seed: int = 0, n_jobs: int = 1, storage: str | None = None) -> None:
+    def __init__(
+        self,
+        trials: int | None = None,
+        minutes: float | None = None,
+        reseed: list[int] | None = None,
+        sampler: str = "random",
+        seed: int = 0,
+        n_jobs: int = 1,
+        storage: str | None = None,
+    ) -> None:
         self.trials = DEFAULT_TRIALS if trials is None and minutes is None else trials
         self.minutes, self.reseed = minutes, [int(s) for s in (reseed or [])]
         self.sampler_name, self.seed, self.n_jobs, self.storage_url = str(sampler), seed, n_jobs, storage
 
     def check(self) -> None:
         """Refuse settings out of range (a :class:`SearchError` naming each)."""
-        problems = [f"hydra.sweeper.{name}={value} must be {rule}" for name, value, rule, ok in (
-            ("trials", self.trials, ">= 1, or null with minutes", self.trials is None or self.trials >= 1),
-            ("minutes", self.minutes, "> 0, or null with trials", self.minutes is None or self.minutes > 0),
-            ("n_jobs", self.n_jobs, ">= 1", self.n_jobs >= 1),
-            ("sampler", self.sampler_name, f"one of {', '.join(SAMPLERS)}", self.sampler_name in SAMPLERS)) if not ok]
+        problems = [
+            f"hydra.sweeper.{name}={value} must be {rule}"
+            for name, value, rule, ok in (
+                ("trials", self.trials, ">= 1, or null with minutes", self.trials is None or self.trials >= 1),
+                ("minutes", self.minutes, "> 0, or null with trials", self.minutes is None or self.minutes > 0),
+                ("n_jobs", self.n_jobs, ">= 1", self.n_jobs >= 1),
+                ("sampler", self.sampler_name, f"one of {', '.join(SAMPLERS)}", self.sampler_name in SAMPLERS),
+            )
+            if not ok
+        ]
         if problems:
             raise SearchError("; ".join(problems))
 
@@ -78,8 +91,9 @@ class Search:
         from hydra.core.plugins import Plugins
 
         self.hydra_context, self.config = hydra_context, config
-        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
-                                                                task_function=task_function, config=config)
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     def sweep(self, arguments: list[str]) -> None:
         """Run every study of the command line (``arguments``: its overrides), then print what they found.
@@ -125,8 +139,13 @@ class Search:
         name, overrides = study_name(combination), [*base, *combination]
         cfg = self.compose(overrides)
         metrics = MetricSuite(cfg)
-        return Study(name, overrides, read_space(cfg, name, fixed_keys(overrides)), metrics.monitor,
-                     "maximize" if metrics.mode == "max" else "minimize")
+        return Study(
+            name,
+            overrides,
+            read_space(cfg, name, fixed_keys(overrides)),
+            metrics.monitor,
+            "maximize" if metrics.mode == "max" else "minimize",
+        )
 
     def compose(self, overrides: list[str]) -> DictConfig:
         return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
@@ -136,35 +155,47 @@ class Search:
         import optuna
         from optuna.trial import TrialState
 
-        stored = optuna.create_study(storage=self.storage, study_name=study.name, direction=study.direction,
-                                     load_if_exists=True)
+        stored = optuna.create_study(
+            storage=self.storage, study_name=study.name, direction=study.direction, load_if_exists=True
+        )
         if stored.direction.name.lower() != study.direction:
-            raise SearchError(f"study {study.name} in {STUDY_FILE} was made to {stored.direction.name.lower()} its "
-                              f"metric, not {study.direction} {study.monitor}; choose a new hydra.sweep.dir")
+            raise SearchError(
+                f"study {study.name} in {STUDY_FILE} was made to {stored.direction.name.lower()} its "
+                f"metric, not {study.direction} {study.monitor}; choose a new hydra.sweep.dir"
+            )
         stored.sampler = self.make_sampler(len(stored.trials))  # a resumed study draws new values, not its first ones
         # Trials left running by a search that stopped (the sweep directory's lock says that none runs now).
         pending = [(t.number, t.params) for t in stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
         spent = float(stored.user_attrs.get("seconds", 0.0))
         while True:
             if pending:
-                batch, pending = pending[:self.n_jobs], pending[self.n_jobs:]
+                batch, pending = pending[: self.n_jobs], pending[self.n_jobs :]
             else:
                 done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
                 left = self.budget_left(done, spent)
                 if left <= 0:
                     break
-                batch = [(trial.number, trial.params) for trial in
-                         (stored.ask(study.space) for _ in range(min(self.n_jobs, left)))]
+                batch = [
+                    (trial.number, trial.params)
+                    for trial in (stored.ask(study.space) for _ in range(min(self.n_jobs, left)))
+                ]
             started = time.monotonic()
-            values = self.launch(stored, [(f"trial/{number}", self.job(study, params, "trial", number))
-                                          for number, params in batch])
+            values = self.launch(
+                stored, [(f"trial/{number}", self.job(study, params, "trial", number)) for number, params in batch]
+            )
             spent += time.monotonic() - started
             stored.set_user_attr("seconds", round(spent, 1))
             for (number, _), value in zip(batch, values):
                 stored.tell(number, value, state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
                 best = stored.best_trial if value is not None else None
-                log.info("%s: trial %d %s", study.name, number, "failed; the search goes on" if best is None else
-                         f"val {study.monitor} {value:.2f} (best {best.value:.2f}, trial {best.number})")
+                log.info(
+                    "%s: trial %d %s",
+                    study.name,
+                    number,
+                    "failed; the search goes on"
+                    if best is None
+                    else f"val {study.monitor} {value:.2f} (best {best.value:.2f}, trial {best.number})",
+                )
         self.reseed_best(study, stored)
 
     def budget_left(self, done: int, seconds: float) -> float:
@@ -183,17 +214,31 @@ class Search:
             log.warning("%s: no trial finished, so none is run again with other seeds", study.name)
             return
         best = stored.best_trial
-        self.launch(stored, [(f"reseed/{best.number}/{seed}", self.job(study, best.params, "reseed", best.number, seed))
-                             for seed in self.reseed])
+        self.launch(
+            stored,
+            [
+                (f"reseed/{best.number}/{seed}", self.job(study, best.params, "reseed", best.number, seed))
+                for seed in self.reseed
+            ],
+        )
 
     def job(self, study: Study, params: dict, role: str, trial: int, seed: int | None = None) -> list[str]:
         """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record."""
         replaced = {"test"} | ({"seed"} if seed is not None else set())
         kept = [o for o, key in zip(study.overrides, override_keys(study.overrides)) if key not in replaced]
-        record = [f"+search.study={quoted(study.name)}", f"+search.trial={trial}", f"+search.role={role}",
-                  f"+search.direction={study.direction}"]
-        return [*kept, *as_overrides(params), f"test={str(role != 'trial').lower()}",
-                *([f"seed={seed}"] if seed is not None else []), *record]
+        record = [
+            f"+search.study={quoted(study.name)}",
+            f"+search.trial={trial}",
+            f"+search.role={role}",
+            f"+search.direction={study.direction}",
+        ]
+        return [
+            *kept,
+            *as_overrides(params),
+            f"test={str(role != 'trial').lower()}",
+            *([f"seed={seed}"] if seed is not None else []),
+            *record,
+        ]
 
     def launch(self, stored: Any, jobs: list[tuple[str, list[str]]]) -> list[float | None]:
         """Run ``jobs`` (the study's key for each job's number, its overrides) and return each one's objective
@@ -204,8 +249,11 @@ class Search:
             try:
                 cfg = self.compose(overrides)
             except Exception as error:  # a value the config refuses (its type): this trial fails, the search goes on
-                print(f"zoo: error: {key.replace('/', ' ')} of study {stored.study_name} does not compose "
-                      f"({one_line_reason(error)}); it fails, the search goes on", file=sys.stderr)
+                print(
+                    f"zoo: error: {key.replace('/', ' ')} of study {stored.study_name} does not compose "
+                    f"({one_line_reason(error)}); it fails, the search goes on",
+                    file=sys.stderr,
+                )
                 results[key] = None
                 continue
             numbered.append((self.job_number(stored, key, cfg), key, overrides))
@@ -262,6 +310,9 @@ def used_jobs(storage: Any) -> list[int]:
     """Every job number the storage's studies hold: a resumed search numbers its new jobs after them."""
     import optuna
 
-    return [number for name in optuna.get_all_study_names(storage)
-            for key, number in optuna.load_study(study_name=name, storage=storage).user_attrs.items()
-            if key.startswith("job/")]
+    return [
+        number
+        for name in optuna.get_all_study_names(storage)
+        for key, number in optuna.load_study(study_name=name, storage=storage).user_attrs.items()
+        if key.startswith("job/")
+    ]

@@ -1,4 +1,5 @@
 """Lightning callbacks that measure a run and keep it resumable (``last.ckpt``, signals, atomic checkpoints)."""
+
 from __future__ import annotations
 
 import os
@@ -6,7 +7,6 @@ import random
 import signal
 import time
 from pathlib import Path
-
 
 import numpy as np
 import torch
@@ -61,9 +61,17 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 def rng_states() -> dict:
     """Python's, numpy's and torch's random states, as tensors and numbers (loadable with ``weights_only``)."""
     kind, keys, position, has_gauss, gauss = np.random.get_state()
-    states = {"python": random.getstate(), "torch": torch.get_rng_state(),
-              "numpy": {"kind": str(kind), "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
-                        "has_gauss": int(has_gauss), "gauss": float(gauss)}}
+    states = {
+        "python": random.getstate(),
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "gauss": float(gauss),
+        },
+    }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
@@ -136,8 +144,12 @@ class LastCheckpoint(Checkpoint):
         if trainer.max_steps is not None and trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps:
             return True
         max_epochs = loop.max_epochs
-        return bool(max_epochs is not None and max_epochs > 0 and trainer.current_epoch + 1 >= max_epochs
-                    and loop.epoch_loop._num_ready_batches_reached())
+        return bool(
+            max_epochs is not None
+            and max_epochs > 0
+            and trainer.current_epoch + 1 >= max_epochs
+            and loop.epoch_loop._num_ready_batches_reached()
+        )
 
     @staticmethod
     def _validation_due(trainer) -> bool:

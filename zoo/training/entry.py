@@ -6,16 +6,17 @@ overrides and ``__main__.__spec__`` names this module, so Lightning's DDP launch
 discovers plugins itself, before composing (command line) and again in the task (a pickled config).
 Every job first claims its directory (:mod:`zoo.training.rundir`): Hydra itself writes nothing there.
 """
+
 from __future__ import annotations
 
 import importlib.util
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -67,11 +68,14 @@ def resume_overrides(overrides: list[str]) -> list[str]:
         check_runs_to_continue(overrides, values)
         return overrides
     if run in ("auto", "must", "never") and any(o in ("-m", "--multirun") for o in overrides):
-        raise ZooError(f"resume= takes a run directory; to resume a sweep write resume_mode={run} "
-                       "(with its hydra.sweep.dir)")
+        raise ZooError(
+            f"resume= takes a run directory; to resume a sweep write resume_mode={run} (with its hydra.sweep.dir)"
+        )
     if any(o in ("-m", "--multirun") for o in overrides):
-        raise ZooError("resume=RUN_DIR continues one run; to resume a sweep, repeat its command with "
-                       "hydra.sweep.dir=SWEEP_DIR resume_mode=auto")
+        raise ZooError(
+            "resume=RUN_DIR continues one run; to resume a sweep, repeat its command with "
+            "hydra.sweep.dir=SWEEP_DIR resume_mode=auto"
+        )
     run_dir = Path(to_absolute_path(run))
     if run in ("auto", "must", "never") and not run_dir.exists():
         raise ZooError(f"resume= takes a run directory (there is no {run_dir}); for the mode, write resume_mode={run}")
@@ -106,11 +110,15 @@ def check_resumable(run: str, run_dir: Path, mode: str | None) -> None:
     """Refuse ``resume=RUN`` where RUN is a file, or a folder that does not exist (unless the mode may start a
     run there), before Hydra creates any folder; and a run whose ``config.yaml`` is damaged, naming it."""
     if run_dir.exists() and not run_dir.is_dir():
-        raise ZooError(f"resume={run}: {run_dir} is a file, not a run directory; give the folder that `zoo train` "
-                       "printed as the run directory")
+        raise ZooError(
+            f"resume={run}: {run_dir} is a file, not a run directory; give the folder that `zoo train` "
+            "printed as the run directory"
+        )
     if not run_dir.exists() and mode in (None, "null", "must"):
-        raise ZooError(f"resume={run}: there is no folder {run_dir}; give the folder that `zoo train` printed as the "
-                       "run directory, or add resume_mode=auto to start a run there")
+        raise ZooError(
+            f"resume={run}: there is no folder {run_dir}; give the folder that `zoo train` printed as the "
+            "run directory, or add resume_mode=auto to start a run there"
+        )
     if (run_dir / "config.yaml").is_file():
         load_yaml(run_dir / "config.yaml")
 
@@ -178,8 +186,10 @@ def task(cfg: DictConfig) -> float | None:
         if isinstance(error, RunDirRefused):
             print(f"zoo: error: {error}; the sweep goes on", file=sys.stderr)
         else:
-            print(f"zoo: error: the job in {run_dir} failed ({one_line_reason(error)}); the sweep goes on",
-                  file=sys.stderr)
+            print(
+                f"zoo: error: the job in {run_dir} failed ({one_line_reason(error)}); the sweep goes on",
+                file=sys.stderr,
+            )
         FAILED_JOBS.append(str(run_dir))
         return None
 
@@ -193,27 +203,64 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
 
     if not (run_dir / SUMMARY_FILE).exists():
         overrides = list(HydraConfig.get().overrides.task)
-        write_json_atomic(run_dir / SUMMARY_FILE, {"schema_version": SCHEMA_VERSION, "status": "failed",
-                                                   "reason": reason, "overrides": overrides})
+        write_json_atomic(
+            run_dir / SUMMARY_FILE,
+            {"schema_version": SCHEMA_VERSION, "status": "failed", "reason": reason, "overrides": overrides},
+        )
 
 
 #: Hydra's modes, each with its spellings: a command line takes one of them.
-HYDRA_MODES = {"--multirun": ("-m", "--multirun"), "--cfg": ("-c", "--cfg"), "--info": ("-i", "--info"),
-               "--run": ("-r", "--run"), "--shell-completion": ("-sc", "--shell-completion")}
+HYDRA_MODES = {
+    "--multirun": ("-m", "--multirun"),
+    "--cfg": ("-c", "--cfg"),
+    "--info": ("-i", "--info"),
+    "--run": ("-r", "--run"),
+    "--shell-completion": ("-sc", "--shell-completion"),
+}
 
 #: Flags that make Hydra print something instead of running a job; they are left to Hydra.
-HYDRA_INFO_FLAGS = ("--help", "-h", "--hydra-help",
-                    *(flag for mode in ("--cfg", "--info", "--shell-completion") for flag in HYDRA_MODES[mode]))
+HYDRA_INFO_FLAGS = (
+    "--help",
+    "-h",
+    "--hydra-help",
+    *(flag for mode in ("--cfg", "--info", "--shell-completion") for flag in HYDRA_MODES[mode]),
+)
 
 
 #: Every flag Hydra's command line takes, each spelling -> the values it takes (None: any value, () no value).
 HYDRA_FLAGS: dict[str, tuple[str, ...] | None] = {
-    **dict.fromkeys(("--help", "-h", "--hydra-help", "--version", "--resolve", "--run", "-r", "--multirun", "-m",
-                     "--shell-completion", "-sc"), ()),
+    **dict.fromkeys(
+        (
+            "--help",
+            "-h",
+            "--hydra-help",
+            "--version",
+            "--resolve",
+            "--run",
+            "-r",
+            "--multirun",
+            "-m",
+            "--shell-completion",
+            "-sc",
+        ),
+        (),
+    ),
     **dict.fromkeys(("--cfg", "-c"), ("job", "hydra", "all")),
     **dict.fromkeys(("--info", "-i"), ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")),
-    **dict.fromkeys(("--package", "-p", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
-                     "--experimental-rerun"), None),
+    **dict.fromkeys(
+        (
+            "--package",
+            "-p",
+            "--config-path",
+            "-cp",
+            "--config-name",
+            "-cn",
+            "--config-dir",
+            "-cd",
+            "--experimental-rerun",
+        ),
+        None,
+    ),
 }
 #: zoo's own flags, which stand before the command (``zoo --verbose train``).
 ZOO_FLAGS = ("--verbose", "-v")
@@ -223,10 +270,14 @@ def check_modes(overrides: list[str]) -> None:
     """Refuse a flag Hydra lacks, a value its flag does not take, and two of Hydra's modes at once (``-m --cfg
     job``), each in one line, before Hydra's parser prints its usage or raises a traceback."""
     check_flags(overrides)
-    given = [mode for mode, spellings in HYDRA_MODES.items() if any(arg.split("=")[0] in spellings for arg in overrides)]
+    given = [
+        mode for mode, spellings in HYDRA_MODES.items() if any(arg.split("=")[0] in spellings for arg in overrides)
+    ]
     if len(given) > 1:
-        raise ZooError(f"{' and '.join(given)} cannot be given together; --cfg job (or --info) shows what a run "
-                       "composes: give it without -m, with the sweep's first values")
+        raise ZooError(
+            f"{' and '.join(given)} cannot be given together; --cfg job (or --info) shows what a run "
+            "composes: give it without -m, with the sweep's first values"
+        )
 
 
 def check_flags(arguments: list[str]) -> None:
@@ -269,14 +320,16 @@ def check_composition(overrides: list[str]) -> None:
     check_sweeper(overrides)
     parsed = parse_overrides([o for o in overrides if not o.startswith("-")])
     # Each override as key=value settings: a sweep's every value, a plain override as written.
-    settings = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
-                else [o.input_line] for o in parsed]
+    settings = [
+        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() else [o.input_line]
+        for o in parsed
+    ]
     first = [choices[0] for choices in settings]
     checks = JobChecks(values=not is_search(overrides), machine=runs_here(overrides))
     check_job(first, checks)
     for k, choices in enumerate(settings):
         for setting in choices[1:]:
-            check_job([*first[:k], setting, *first[k + 1:]], checks)
+            check_job([*first[:k], setting, *first[k + 1 :]], checks)
 
 
 @dataclass(frozen=True)
@@ -339,8 +392,10 @@ def check_launcher(overrides: list[str]) -> None:
         if missing is None or missing.group(1) not in LAUNCHER_PLUGINS:
             raise
         package, extra = LAUNCHER_PLUGINS[missing.group(1)]
-        raise CompositionError(f"{chosen[-1]} needs the Hydra launcher plugin {package}, which is not installed: "
-                               f"pip install 'zoo[{extra}]'") from None
+        raise CompositionError(
+            f"{chosen[-1]} needs the Hydra launcher plugin {package}, which is not installed: "
+            f"pip install 'zoo[{extra}]'"
+        ) from None
 
 
 #: The sweepers zoo's presets (conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
@@ -356,8 +411,9 @@ def check_sweeper(overrides: list[str]) -> None:
         return
     package, extra = SWEEPER_PACKAGES[chosen[-1]]
     if importlib.util.find_spec(package) is None:
-        raise CompositionError(f"hydra/sweeper={chosen[-1]} needs {package}, which is not installed: "
-                               f"pip install 'zoo[{extra}]'")
+        raise CompositionError(
+            f"hydra/sweeper={chosen[-1]} needs {package}, which is not installed: pip install 'zoo[{extra}]'"
+        )
     if any(o in HYDRA_MODES["--multirun"] for o in overrides):
         from zoo.search.space import check_spaces
 
@@ -412,8 +468,11 @@ def main(overrides: list[str] | None = None) -> None:
         print(f"zoo: interrupted: {stop.what_next(Path(run_dir) if run_dir else None, how)}", file=sys.stderr)
         raise SystemExit(128 + stop.signum)
     if FAILED_JOBS:
-        print(f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "
-              "their summary.json says why", file=sys.stderr)
+        print(
+            f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "
+            "their summary.json says why",
+            file=sys.stderr,
+        )
         raise SystemExit(1)
 
 

@@ -1,14 +1,15 @@
 """The metrics a run reports and the one it monitors, chosen by ``metrics`` and ``monitor``."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.contracts import Metric
 from zoo.errors import ZooError
 from zoo.registry import build, get, names
-
 
 log = logging.getLogger(__name__)
 _warned: set[str] = set()  # unavailable metrics already reported in this process (the suite is built several times)
@@ -45,9 +46,12 @@ class MetricSuite:
         unknown = [str(m.get("name")) for m in chosen if m.get("name") not in names("metric")]
         if unknown:
             raise MetricChoiceError(
-                with_hint(f"unknown metric(s) {', '.join(unknown)}", did_you_mean(unknown[0], names("metric")),
-                          f"registered metrics: {', '.join(names('metric'))} "
-                          "(a metric plugin must be discovered: see plugin_dirs)")
+                with_hint(
+                    f"unknown metric(s) {', '.join(unknown)}",
+                    did_you_mean(unknown[0], names("metric")),
+                    f"registered metrics: {', '.join(names('metric'))} "
+                    "(a metric plugin must be discovered: see plugin_dirs)",
+                )
             )
         reason = get("metric", self.monitor).cls.unavailable()
         if reason:

@@ -13,14 +13,15 @@ Only training has something worth finishing: there the signal asks for a stop, t
 (setup and the sanity check from the start, the test from ``best.ckpt``). A second signal always stops
 at once.
 """
+
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from lightning.pytorch.callbacks import Callback
 
@@ -100,7 +101,7 @@ class Interruptions(Callback):
 
     # -------------------------------------------------------------- the handler
     @contextmanager
-    def guard(self) -> Iterator["Interruptions"]:
+    def guard(self) -> Iterator[Interruptions]:
         """Answer signals as this object says while the block runs (in the main thread; elsewhere no handler can be set)."""
         if threading.current_thread() is not threading.main_thread():
             yield self
@@ -131,9 +132,12 @@ class Interruptions(Callback):
         if first:
             self.signal, self.signal_phase = signum, self.phase
         if first and self.phase in DEFERRED_PHASES:
-            print(f"zoo: {signal.Signals(signum).name}: stopping after this step, writing last.ckpt"
-                  + (" (Ctrl-C again stops at once, without it)" if signum == signal.SIGINT else ""),
-                  file=sys.stderr, flush=True)
+            print(
+                f"zoo: {signal.Signals(signum).name}: stopping after this step, writing last.ckpt"
+                + (" (Ctrl-C again stops at once, without it)" if signum == signal.SIGINT else ""),
+                file=sys.stderr,
+                flush=True,
+            )
             return
         raise RunInterrupted(signum, self.phase, self.step)
 
@@ -143,8 +147,9 @@ class Interruptions(Callback):
 
     def stopped(self, saved: bool, trained: bool = False) -> RunInterrupted:
         """The interruption to raise once training stopped on a deferred signal."""
-        return RunInterrupted(self.signal or signal.SIGTERM, self.signal_phase or self.phase, self.step, saved=saved,
-                              trained=trained)
+        return RunInterrupted(
+            self.signal or signal.SIGTERM, self.signal_phase or self.phase, self.step, saved=saved, trained=trained
+        )
 
     # -------------------------------------------------------------- the phases
     def enter(self, phase: str) -> None:

@@ -1,4 +1,5 @@
 """The loggers of a run: CSV always; Weights & Biases (offline unless told otherwise), TensorBoard and MLflow when asked."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -42,7 +43,9 @@ def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
     if cfg.logger.tensorboard:
         from lightning.pytorch.loggers import TensorBoardLogger
 
-        loggers.append(TensorBoardLogger(save_dir=str(run_dir), name="tensorboard", version="", default_hp_metric=False))
+        loggers.append(
+            TensorBoardLogger(save_dir=str(run_dir), name="tensorboard", version="", default_hp_metric=False)
+        )
     if cfg.logger.mlflow:
         loggers.append(mlflow_logger(cfg, run_dir))
     return loggers

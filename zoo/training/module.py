@@ -1,4 +1,5 @@
 """The LightningModule, the same for every task: loss, optimiser and schedule, decoding, metric plugins."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,14 +55,19 @@ def likely_causes(cfg: dict, lr_now: float | None) -> str:
     """What usually makes a run diverge, each with the config option to change, from the run's ``cfg``."""
     optim, trainer = cfg["optim"], cfg["trainer"]
     now = f", {lr_now:.3g} at this step" if lr_now is not None else ""
-    causes = [f"learning rate too high (optim.lr={optim['lr']:g}{now}: lower it or lengthen the warmup, "
-              f"optim.warmup_steps={optim['warmup_steps']})"]
+    causes = [
+        f"learning rate too high (optim.lr={optim['lr']:g}{now}: lower it or lengthen the warmup, "
+        f"optim.warmup_steps={optim['warmup_steps']})"
+    ]
     precision = str(trainer.get("precision", ""))
     if precision.startswith("16"):  # 16, 16-mixed, 16-true; bf16 has fp32's range
         causes.append(f"fp16 overflow (trainer.precision={precision}: use bf16-mixed or 32-true)")
     clip = trainer.get("gradient_clip_val") or 0
-    causes.append(f"exploding gradients (clipped at trainer.gradient_clip_val={clip:g}: try a lower value)" if clip
-                  else "exploding gradients (clipping is off: set trainer.gradient_clip_val, e.g. 1.0)")
+    causes.append(
+        f"exploding gradients (clipped at trainer.gradient_clip_val={clip:g}: try a lower value)"
+        if clip
+        else "exploding gradients (clipping is off: set trainer.gradient_clip_val, e.g. 1.0)"
+    )
     causes.append("bad data (an extreme or corrupt training example)")
     return "likely causes: " + "; ".join(causes)
 
@@ -101,8 +107,9 @@ class ZooModule(L.LightningModule):
         loss = self._loss(batch)
         # Every step, before backward: a NaN or a divergence never reaches the weights, and the run stops
         # at the step it happens.
-        self._check_training_loss(loss, f"at step {self.trainer.global_step}",
-                                  "stopped before this step updated the weights")
+        self._check_training_loss(
+            loss, f"at step {self.trainer.global_step}", "stopped before this step updated the weights"
+        )
         self._latest_batch = batch
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["source"].size(0))
         return loss
@@ -117,14 +124,17 @@ class ZooModule(L.LightningModule):
         healthy = math.isfinite(value) and value <= self.divergence_limit
         if self.trainer.strategy.reduce_boolean_decision(healthy, all=True):
             return
-        then = f"{when} (epoch {self.trainer.current_epoch}); {consequence}, {self._kept_checkpoint()}; " \
-               f"{likely_causes(self.cfg, self._lr())}"
+        then = (
+            f"{when} (epoch {self.trainer.current_epoch}); {consequence}, {self._kept_checkpoint()}; "
+            f"{likely_causes(self.cfg, self._lr())}"
+        )
         if not math.isfinite(value):
             raise NonFiniteLossError(f"training loss is {value} {then}")
         if value > self.divergence_limit:
             raise LossDivergedError(
                 f"training loss is {value:.4g}, over {DIVERGENCE_FACTOR}x chance level ({self.divergence_limit:.4g}: "
-                f"{DIVERGENCE_FACTOR} x ln of {self.target_vocab_size} target tokens), so training diverged {then}")
+                f"{DIVERGENCE_FACTOR} x ln of {self.target_vocab_size} target tokens), so training diverged {then}"
+            )
         raise DivergenceError(f"training loss is non-finite or diverged on another process ({value:.4g} here) {then}")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
@@ -146,9 +156,11 @@ class ZooModule(L.LightningModule):
                 f"the checkpoint is not written, {self._kept_checkpoint()}; {likely_causes(self.cfg, self._lr())}"
             )
         if self._latest_batch is not None:
-            self._check_training_loss(self._loss_without_training(self._latest_batch),
-                                      f"on the batch of step {self.trainer.global_step - 1} after its update",
-                                      "the checkpoint is not written")
+            self._check_training_loss(
+                self._loss_without_training(self._latest_batch),
+                f"on the batch of step {self.trainer.global_step - 1} after its update",
+                "the checkpoint is not written",
+            )
         self._saved_step = self.trainer.global_step
 
     def _loss_without_training(self, batch: dict) -> torch.Tensor:
@@ -227,8 +239,9 @@ class ZooModule(L.LightningModule):
         loss = sum(share["loss_sum"] for share in shares) / torch.tensor(sum(share["rows"] for share in shares))
         self._check_evaluation_loss(split, loss)
         self.log(f"{split}/loss", loss, batch_size=1)
-        order = {index: hyp for share in shares for indices, hyps in share["outputs"]
-                 for index, hyp in zip(indices, hyps)}
+        order = {
+            index: hyp for share in shares for indices, hyps in share["outputs"] for index, hyp in zip(indices, hyps)
+        }
         data = self.trainer.datamodule
         items = [data.items[split][i] for i in sorted(order)]
         hypotheses = data.task.decode_targets([order[i] for i in sorted(order)])
@@ -245,8 +258,11 @@ class ZooModule(L.LightningModule):
         if torch.isfinite(loss):
             return
         name = "validation" if split == "val" else split
-        kept = f"no checkpoint is written for it, {self._kept_checkpoint()}" if split == "val" else \
-            "the checkpoints stay as they are"
+        kept = (
+            f"no checkpoint is written for it, {self._kept_checkpoint()}"
+            if split == "val"
+            else "the checkpoints stay as they are"
+        )
         raise NonFiniteLossError(
             f"{name} loss is {float(loss)} at step {self.trainer.global_step} (epoch {self.trainer.current_epoch}): "
             f"the model's outputs hold nan/inf; {kept}; {likely_causes(self.cfg, self._lr())}"

@@ -6,6 +6,7 @@ kind, name, module, and package with version or plugin folder and file. :func:`l
 the other side, used by :meth:`zoo.inference.Predictor.from_run`: it loads the recorded folders (or
 the run's copies of them) and names any component still missing with how to get it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,9 @@ import logging
 import platform
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from zoo.errors import ZooError
 from zoo.registry.discovery import FOLDERS_PACKAGE
@@ -115,7 +117,9 @@ def provenance(cfg: Any, metrics: Iterable[str], folders: list[dict]) -> dict:
         "torch": _version("torch"),
         "lightning": _version("lightning"),
         "plugin_folders": folders,
-        "components": [{"group": group, **component_origin(kind, name)} for group, kind, name in used_components(cfg, metrics)],
+        "components": [
+            {"group": group, **component_origin(kind, name)} for group, kind, name in used_components(cfg, metrics)
+        ],
     }
 
 
@@ -137,11 +141,19 @@ def load_run_plugins(run_dir: Path, cfg: Any) -> None:
         folder = Path(str(recorded)).expanduser()
         copy = run_dir / PLUGINS_DIR / folder.name
         if folder.is_dir():
-            changed = [f.name for f in sorted(copy.glob("*.py")) if not (folder / f.name).is_file()
-                       or (folder / f.name).read_bytes() != f.read_bytes()]
+            changed = [
+                f.name
+                for f in sorted(copy.glob("*.py"))
+                if not (folder / f.name).is_file() or (folder / f.name).read_bytes() != f.read_bytes()
+            ]
             if changed:
-                log.warning("plugin folder %s has changed since the run was trained (%s); using it as it is now "
-                            "(the run's copy is in %s)", folder, ", ".join(changed), copy)
+                log.warning(
+                    "plugin folder %s has changed since the run was trained (%s); using it as it is now "
+                    "(the run's copy is in %s)",
+                    folder,
+                    ", ".join(changed),
+                    copy,
+                )
             load_folder(folder)  # a relative folder (a run from before provenance) is read from here, as before
             continue
         if f"{FOLDERS_PACKAGE}.{folder.name}" in sys.modules:
@@ -169,8 +181,10 @@ def check_components(run_dir: Path, cfg: Any) -> None:
         kind, name = component["kind"], component["name"]
         if name in names(kind):
             continue
-        raise PluginMissing(f"the run's {component.get('group', kind)} '{name}' is not registered here: "
-                            f"{_how_to_get(component, run_dir)}")
+        raise PluginMissing(
+            f"the run's {component.get('group', kind)} '{name}' is not registered here: "
+            f"{_how_to_get(component, run_dir)}"
+        )
 
 
 def _how_to_get(component: dict, run_dir: Path) -> str:
@@ -178,18 +192,27 @@ def _how_to_get(component: dict, run_dir: Path) -> str:
     if folder or file:
         copy = run_dir / PLUGINS_DIR / Path(str(folder)).name
         if folder and Path(folder).is_dir():
-            return (f"it came from {file} in the plugin folder {folder}, which no longer registers it; "
-                    f"restore that file (the run's copy is in {copy})")
-        return (f"it came from {file} in the plugin folder {folder}, which is gone, and the run holds no copy "
-                f"({copy}); put the folder back or name where it is now in $ZOO_PLUGIN_DIRS")
+            return (
+                f"it came from {file} in the plugin folder {folder}, which no longer registers it; "
+                f"restore that file (the run's copy is in {copy})"
+            )
+        return (
+            f"it came from {file} in the plugin folder {folder}, which is gone, and the run holds no copy "
+            f"({copy}); put the folder back or name where it is now in $ZOO_PLUGIN_DIRS"
+        )
     package, version = component.get("package"), component.get("version")
     if package:
         pinned = f"{package}=={version}" if version else package
         installed = _version(package)
-        here = (f"{package} {installed} is installed here and does not register it" if installed
-                else "which is not installed in this environment")
+        here = (
+            f"{package} {installed} is installed here and does not register it"
+            if installed
+            else "which is not installed in this environment"
+        )
         return f"it came from {component['module']} (package {package} {version or ''}), {here}; pip install '{pinned}'"
     if component.get("module"):
-        return (f"it came from {component['module']}, which this environment cannot import; install its package "
-                "or name its plugin folder in $ZOO_PLUGIN_DIRS")
+        return (
+            f"it came from {component['module']}, which this environment cannot import; install its package "
+            "or name its plugin folder in $ZOO_PLUGIN_DIRS"
+        )
     return "install the package that provides it, or name its plugin folder in $ZOO_PLUGIN_DIRS"

@@ -12,6 +12,7 @@ step to which, its training seconds and peak memory, how it ended); ``train_seco
 ``peak_memory_mb`` their maximum, so a pre-empted run costs what it cost. A segment's seconds are
 recorded at each validation too, so even a killed segment keeps what it had spent by then.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,9 +38,21 @@ SUMMARY_FILE = "summary.json"
 SCHEMA_VERSION = 1
 #: Top-level config keys that do not change what a run computes: runs that differ only here are
 #: repetitions of one configuration (``seed``) or the same run recorded differently.
-NOT_IN_CONFIG_KEY = ("seed", "plugin_dirs", "paths", "samples", "logger", "trainer.enable_progress_bar",
-                     "trainer.cpu_threads", "data.num_workers", "resume", "resume_mode",
-                     "trainer.checkpoint_every_minutes", "test", "search")
+NOT_IN_CONFIG_KEY = (
+    "seed",
+    "plugin_dirs",
+    "paths",
+    "samples",
+    "logger",
+    "trainer.enable_progress_bar",
+    "trainer.cpu_threads",
+    "data.num_workers",
+    "resume",
+    "resume_mode",
+    "trainer.checkpoint_every_minutes",
+    "test",
+    "search",
+)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -75,7 +88,9 @@ def run_identity(cfg: DictConfig, monitor: str) -> dict:
         "overrides": list(hydra.overrides.task) if hydra else [],
         "choices": {group: choice for group, choice in choices.items() if not group.startswith("hydra/")},
         "components": {  # each kind's choice, and what each optional group used (its kind's choice when left null)
-            group: OmegaConf.to_container(section(cfg, group), enum_to_str=True) for kind in GROUP_KINDS for group in kind.groups
+            group: OmegaConf.to_container(section(cfg, group), enum_to_str=True)
+            for kind in GROUP_KINDS
+            for group in kind.groups
         },
     }
 
@@ -103,14 +118,21 @@ class RunRecord(Callback):
         """Continue the record of an earlier part of this run, resumed from a checkpoint at global ``step``:
         its validations up to that step (later ones are done again), its elapsed time and earlier resumes."""
         self.validations = [v for v in previous.get("validations", []) if v.get("step", 0) <= step]
-        self.latest_val = {k: v for k, v in self.validations[-1].items() if k not in ("epoch", "step", "seconds")} \
-            if self.validations else {}
+        self.latest_val = (
+            {k: v for k, v in self.validations[-1].items() if k not in ("epoch", "step", "seconds")}
+            if self.validations
+            else {}
+        )
         elapsed = self.validations[-1]["seconds"] if self.validations else 0.0
         self.started = time.time() - elapsed  # seconds on the curve go on from where the checkpoint was
-        self.resumes = [*previous.get("resumes", []),
-                        {"step": step, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "from": previous.get("status")}]
-        self.segments = [{**segment, "ended": "killed"} if segment.get("ended") == "running" else segment
-                         for segment in previous.get("segments", [])]
+        self.resumes = [
+            *previous.get("resumes", []),
+            {"step": step, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "from": previous.get("status")},
+        ]
+        self.segments = [
+            {**segment, "ended": "killed"} if segment.get("ended") == "running" else segment
+            for segment in previous.get("segments", [])
+        ]
 
     # -------------------------------------------------------------- segments
     def on_fit_start(self, trainer, module) -> None:
@@ -124,9 +146,13 @@ class RunRecord(Callback):
 
     def _segment(self, ended: str) -> dict:
         started, first = self._segment_start
-        return {"from_step": first, "to_step": self._trainer.global_step,
-                "train_seconds": round(time.perf_counter() - started, 2),
-                "peak_memory_mb": round(peak_memory_mb(self._trainer.strategy.root_device), 1), "ended": ended}
+        return {
+            "from_step": first,
+            "to_step": self._trainer.global_step,
+            "train_seconds": round(time.perf_counter() - started, 2),
+            "peak_memory_mb": round(peak_memory_mb(self._trainer.strategy.root_device), 1),
+            "ended": ended,
+        }
 
     def _all_segments(self, ended: str = "running") -> list[dict]:
         """The earlier segments and this one (while it runs: up to now)."""
@@ -137,9 +163,19 @@ class RunRecord(Callback):
         if self.writes:
             resumes = {"resumes": self.resumes} if self.resumes else {}
             segments = self._all_segments() if segments is None else segments
-            write_json_atomic(self.path, {**self.identity, "status": status, "latest_val": self.latest_val,
-                                          "validations": self.validations, **resumes, **self.trained,
-                                          **totals(segments), **extra})
+            write_json_atomic(
+                self.path,
+                {
+                    **self.identity,
+                    "status": status,
+                    "latest_val": self.latest_val,
+                    "validations": self.validations,
+                    **resumes,
+                    **self.trained,
+                    **totals(segments),
+                    **extra,
+                },
+            )
 
     def start(self) -> None:
         self._write("running")
@@ -153,14 +189,15 @@ class RunRecord(Callback):
             if key.startswith("val/")
         }
         seconds = round(time.time() - self.started, 1)
-        self.validations.append({"epoch": trainer.current_epoch, "step": trainer.global_step, "seconds": seconds,
-                                 **self.latest_val})
+        self.validations.append(
+            {"epoch": trainer.current_epoch, "step": trainer.global_step, "seconds": seconds, **self.latest_val}
+        )
         scores = ", ".join(f"{name} {value:.2f}" for name, value in self.latest_val.items())
         if self.writes:
-            log.info("validation epoch %d step %d: %s (%.0f s)", trainer.current_epoch, trainer.global_step, scores,
-                     seconds)
-        self._write("running", epoch=trainer.current_epoch, step=trainer.global_step,
-                    max_epochs=trainer.max_epochs)
+            log.info(
+                "validation epoch %d step %d: %s (%.0f s)", trainer.current_epoch, trainer.global_step, scores, seconds
+            )
+        self._write("running", epoch=trainer.current_epoch, step=trainer.global_step, max_epochs=trainer.max_epochs)
 
     def training_ended(self, measured: dict) -> None:
         """Training is over (the test comes next): record what it measured, so a run stopped while testing keeps
@@ -172,8 +209,14 @@ class RunRecord(Callback):
         """A signal stopped the run (:class:`zoo.training.interruptions.RunInterrupted`) in some phase."""
         step = getattr(stop, "step", None)
         segments = self._all_segments(f"interrupted during {getattr(stop, 'phase', 'training')}")
-        self._write("interrupted", segments, reason=f"{stop}: stopped by a signal", step=step,
-                    phase=getattr(stop, "phase", None), resumable=bool(getattr(stop, "saved", False)))
+        self._write(
+            "interrupted",
+            segments,
+            reason=f"{stop}: stopped by a signal",
+            step=step,
+            phase=getattr(stop, "phase", None),
+            resumable=bool(getattr(stop, "saved", False)),
+        )
 
     def fail(self, error: BaseException) -> None:
         """Mark the run failed with a one-line reason; the exception goes on to the caller."""
@@ -186,8 +229,16 @@ class RunRecord(Callback):
         if self._trainer is not None:  # the test and its latency measurement ran in this process too
             now = round(peak_memory_mb(self._trainer.strategy.root_device), 1)
             cost["peak_memory_mb"] = max(cost.get("peak_memory_mb", now), now)
-        final = {**self.identity, "status": "finished", "latest_val": self.latest_val,
-                 "validations": self.validations, **resumes, **self.trained, **summary, **cost}
+        final = {
+            **self.identity,
+            "status": "finished",
+            "latest_val": self.latest_val,
+            "validations": self.validations,
+            **resumes,
+            **self.trained,
+            **summary,
+            **cost,
+        }
         if self.writes:
             write_json_atomic(self.path, final)
         return final
@@ -197,5 +248,8 @@ def totals(segments: list[dict]) -> dict:
     """The run's cost over all its segments: training seconds add up, peak memory is the largest peak."""
     if not segments:
         return {}
-    return {"segments": segments, "train_seconds": round(sum(s["train_seconds"] for s in segments), 2),
-            "peak_memory_mb": max(s["peak_memory_mb"] for s in segments)}
+    return {
+        "segments": segments,
+        "train_seconds": round(sum(s["train_seconds"] for s in segments), 2),
+        "peak_memory_mb": max(s["peak_memory_mb"] for s in segments),
+    }

@@ -1,4 +1,5 @@
 """``zoo train``: compose the config, train, test with the best checkpoint, record the run."""
+
 from __future__ import annotations
 
 import csv
@@ -9,9 +10,9 @@ import os
 import secrets
 import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import lightning as L
 import torch
@@ -25,13 +26,22 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput
+from zoo.training.evaluation import MetricSuite
 from zoo.training.interruptions import Interruptions, RunInterrupted
 from zoo.training.loggers import check_tracker_packages, make_loggers
 from zoo.training.module import ZooModule
-from zoo.training.evaluation import MetricSuite
 from zoo.training.record import SUMMARY_FILE, RunRecord, run_identity
-from zoo.training.rundir import (LAST_CHECKPOINT, ResumeRefused, check_resume_config, checkpoint_step, claim_run_dir, clear_stopped_run,
-                                resume_mode, resume_plan, write_run_files)
+from zoo.training.rundir import (
+    LAST_CHECKPOINT,
+    ResumeRefused,
+    check_resume_config,
+    checkpoint_step,
+    claim_run_dir,
+    clear_stopped_run,
+    resume_mode,
+    resume_plan,
+    write_run_files,
+)
 from zoo.training.summary import print_result, test_summary, training_summary, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results
 
@@ -47,8 +57,11 @@ def quiet_lightning() -> None:
     # Every DDP rank scores the whole validation and test set from the results gathered from all ranks
     # (ZooModule._evaluate_epoch), so they log the same metrics: nothing to sync.
     warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed setting.*")
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda",
-                 "lightning.pytorch.trainer.connectors.signal_connector"):  # zoo says what a signal did
+    for name in (
+        "lightning.pytorch.utilities.rank_zero",
+        "lightning.pytorch.accelerators.cuda",
+        "lightning.pytorch.trainer.connectors.signal_connector",
+    ):  # zoo says what a signal did
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
@@ -105,12 +118,23 @@ def train(cfg: DictConfig) -> dict:
                 if writes:
                     write_run_files(claim, cfg, [*metrics.metrics, *metrics.unavailable])
                 if resuming:
-                    log.info("resuming %s from %s (step %d)%s", run_dir, LAST_CHECKPOINT, step,
-                             ": training had ended, only the test runs" if tested_only else "")
+                    log.info(
+                        "resuming %s from %s (step %d)%s",
+                        run_dir,
+                        LAST_CHECKPOINT,
+                        step,
+                        ": training had ended, only the test runs" if tested_only else "",
+                    )
                 with wandb_run_id(cfg, record, previous):
-                    return _fit_and_test(cfg, data, run_dir, record, interruptions,
-                                         run_dir / LAST_CHECKPOINT if resuming else None,
-                                         trained_steps=step if tested_only else None)
+                    return _fit_and_test(
+                        cfg,
+                        data,
+                        run_dir,
+                        record,
+                        interruptions,
+                        run_dir / LAST_CHECKPOINT if resuming else None,
+                        trained_steps=step if tested_only else None,
+                    )
             except RunInterrupted as stop:
                 record.interrupt(stop)
                 raise
@@ -125,8 +149,10 @@ def read_summary(run_dir: Path) -> dict:
     try:
         return json.loads(path.read_text()) if path.is_file() else {}
     except ValueError:
-        raise ResumeRefused(f"{path} is not valid JSON (damaged), so the run's record cannot be continued; "
-                            "start it again in a new hydra.run.dir") from None
+        raise ResumeRefused(
+            f"{path} is not valid JSON (damaged), so the run's record cannot be continued; "
+            "start it again in a new hydra.run.dir"
+        ) from None
 
 
 @contextmanager
@@ -173,8 +199,15 @@ def keep_earlier_metrics(loggers: list, run_dir: Path, step: int | None) -> None
             writer.metrics_keys = header
 
 
-def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: RunRecord,
-                  interruptions: Interruptions, resume_from: Path | None = None, trained_steps: int | None = None) -> dict:
+def _fit_and_test(
+    cfg: DictConfig,
+    data: ZooDataModule,
+    run_dir: Path,
+    record: RunRecord,
+    interruptions: Interruptions,
+    resume_from: Path | None = None,
+    trained_steps: int | None = None,
+) -> dict:
     """Fit (from ``resume_from`` when given), then test the best checkpoint and write the outputs.
 
     ``trained_steps``: training had ended at that step, so fit only restores the run's state from
@@ -189,8 +222,9 @@ def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: R
     # Lightning runs checkpoint callbacks last, in this order, so last.ckpt records the newest best too).
     # Both decide at the end of each validation (not at the end of the training epoch): the state last.ckpt records
     # then is complete, and a run resumed at an epoch's end finds what they monitor.
-    checkpoint = ModelCheckpoint(dirpath=str(run_dir / "checkpoints"), filename="best", monitor=monitor, mode=mode,
-                                 save_on_train_epoch_end=False)
+    checkpoint = ModelCheckpoint(
+        dirpath=str(run_dir / "checkpoints"), filename="best", monitor=monitor, mode=mode, save_on_train_epoch_end=False
+    )
     last = LastCheckpoint(run_dir / "checkpoints", cfg.trainer.checkpoint_every_minutes, interruptions)
     throughput = Throughput()
     loggers = make_loggers(cfg, run_dir)
@@ -203,9 +237,14 @@ def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: R
         **options,
         default_root_dir=str(run_dir),
         logger=loggers,
-        callbacks=[checkpoint, last, EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience,
-                                                      check_on_train_epoch_end=False),
-                   throughput, record, interruptions],
+        callbacks=[
+            checkpoint,
+            last,
+            EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False),
+            throughput,
+            record,
+            interruptions,
+        ],
         plugins=[AtomicCheckpointIO()],  # a cut-off write never replaces a good checkpoint
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
@@ -213,8 +252,9 @@ def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: R
     )
     try:
         # weights_only=False: the run's own checkpoints, which hold its config and random states as well
-        trainer.fit(module, datamodule=data, ckpt_path=str(resume_from) if resume_from is not None else None,
-                    weights_only=False)
+        trainer.fit(
+            module, datamodule=data, ckpt_path=str(resume_from) if resume_from is not None else None, weights_only=False
+        )
     except SIGTERMException:  # the stop LastCheckpoint asked for, once last.ckpt was written
         raise interruptions.stopped(saved=last.saved_on_signal) from None
     record.training_ended(training_summary(module, trainer, checkpoint, throughput))
@@ -222,13 +262,16 @@ def _fit_and_test(cfg: DictConfig, data: ZooDataModule, run_dir: Path, record: R
         raise interruptions.stopped(saved=True, trained=True)
     interruptions.enter("test")
     if cfg.test:  # test=false (a search's trial): the test split stays unseen, the summary says so
-        trainer.test(module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False,
-                     weights_only=False)
+        trainer.test(
+            module, datamodule=data, ckpt_path=checkpoint.best_model_path or None, verbose=False, weights_only=False
+        )
     interruptions.enter("outputs")
     test = module.results.get("test")
     summary = record.finish(test_summary(cfg, module, data.task, trainer))
     if trainer.is_global_zero:
-        item_scores = module.metrics.item_scores(test["hypotheses"], [i.references for i in test["items"]]) if test else {}
+        item_scores = (
+            module.metrics.item_scores(test["hypotheses"], [i.references for i in test["items"]]) if test else {}
+        )
         write_outputs(run_dir, test, item_scores, data.task, cfg.samples)
         send_results(trainer, summary, test, data.task, cfg.samples)  # samples and final metrics to the trackers
         print_result(summary, run_dir)
@@ -246,7 +289,5 @@ def lightning_options(trainer_cfg: DictConfig) -> dict:
     """
     options = OmegaConf.to_container(trainer_cfg, resolve=True)
     return {
-        k: v
-        for k, v in options.items()
-        if k not in ZOO_TRAINER_FIELDS and not (k.startswith("limit_") and v == 1.0)
+        k: v for k, v in options.items() if k not in ZOO_TRAINER_FIELDS and not (k.startswith("limit_") and v == 1.0)
     }

@@ -13,6 +13,7 @@ absolute paths in ``config.yaml``, a copy of every plugin folder's sources under
 A sweep is claimed as a whole too (:class:`SweepDirCheck`, a Hydra callback), because Hydra writes
 ``multirun.yaml`` into the sweep directory before any job starts.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -23,9 +24,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -92,8 +94,7 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
             return "restart"
         what = "a finished run" if status == "finished" else f"a run ({SUMMARY_FILE} unreadable)"
         raise RunDirectoryInUse(
-            f"run directory {run_dir} holds {what} but no {LAST_CHECKPOINT} to resume from; "
-            "choose a new hydra.run.dir"
+            f"run directory {run_dir} holds {what} but no {LAST_CHECKPOINT} to resume from; choose a new hydra.run.dir"
         )
     if used:
         raise RunDirectoryInUse(
@@ -106,8 +107,10 @@ def check_run_dir(run_dir: Path, own_lock: bool = False, resume_mode: str = "nev
             "choose a new or empty folder for hydra.run.dir"
         )
     if str(resume_mode) == "must":
-        raise NothingToResume(f"run directory {run_dir} holds no run to resume (resume_mode=must); "
-                              "resume_mode=auto starts one there instead")
+        raise NothingToResume(
+            f"run directory {run_dir} holds no run to resume (resume_mode=must); "
+            "resume_mode=auto starts one there instead"
+        )
     return "start"
 
 
@@ -125,10 +128,26 @@ def run_status(run_dir: Path) -> str | None:
 LAST_CHECKPOINT = "checkpoints/last.ckpt"
 #: Settings a resumed run may change (a key or a whole section); any other difference is refused.
 RESUME_MAY_CHANGE = (
-    "resume", "resume_mode", "plugin_dirs", "paths", "samples", "logger", "decode", "data.num_workers",
-    "test", "search", "trainer.max_epochs", "trainer.max_steps", "trainer.max_time", "trainer.patience",
-    "trainer.checkpoint_every_minutes", "trainer.enable_progress_bar", "trainer.cpu_threads",
-    "trainer.log_every_n_steps", "trainer.limit_val_batches", "trainer.limit_test_batches",
+    "resume",
+    "resume_mode",
+    "plugin_dirs",
+    "paths",
+    "samples",
+    "logger",
+    "decode",
+    "data.num_workers",
+    "test",
+    "search",
+    "trainer.max_epochs",
+    "trainer.max_steps",
+    "trainer.max_time",
+    "trainer.patience",
+    "trainer.checkpoint_every_minutes",
+    "trainer.enable_progress_bar",
+    "trainer.cpu_threads",
+    "trainer.log_every_n_steps",
+    "trainer.limit_val_batches",
+    "trainer.limit_test_batches",
 )
 
 #: Settings added after runs were first recorded, with the value every run made before them had: a run that
@@ -265,10 +284,11 @@ def locked_message(folder: Path, what: str) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return f"{what} {folder} is being claimed by another zoo process ({lock}); choose a new folder"
     if host == socket.gethostname():
-        return (f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
-                "choose a new folder")
-    return (f"{what} {folder} is being written by process {pid} on host {host} (started {started}); "
-            "choose a new folder")
+        return (
+            f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
+            "choose a new folder"
+        )
+    return f"{what} {folder} is being written by process {pid} on host {host} (started {started}); choose a new folder"
 
 
 def lock_held(path: Path) -> bool:
@@ -304,8 +324,12 @@ class Lock:
         self.pid = os.getpid()
         self.fd: int | None = self._take(folder, what)
         atexit.register(self.release)  # Ctrl-C or sys.exit outside the claim's own `finally`
-        holder = {"pid": self.pid, "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                  "argv": sys.argv}
+        holder = {
+            "pid": self.pid,
+            "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "argv": sys.argv,
+        }
         os.ftruncate(self.fd, 0)
         os.write(self.fd, json.dumps(holder).encode())
 
@@ -325,8 +349,10 @@ class Lock:
                 continue
             except OSError as error:
                 os.close(fd)
-                raise RunDirRefused(f"cannot lock {self.path} ({error.strerror}): zoo needs a file system with file "
-                                    f"locks (flock) for the {what}") from None
+                raise RunDirRefused(
+                    f"cannot lock {self.path} ({error.strerror}): zoo needs a file system with file "
+                    f"locks (flock) for the {what}"
+                ) from None
             if self._is_current(fd):
                 return fd
             os.close(fd)
@@ -457,9 +483,11 @@ class SweepDirCheck(Callback):
                 sweep = any(marker in entries for marker in SWEEP_MARKERS)
                 if entries and not (sweep and resume_mode(config) in ("auto", "must")):
                     held = "already holds a sweep" if sweep else "holds files that are not a zoo sweep"
-                    raise ForeignDirectory(f"sweep directory {sweep_dir} {held} ({_listing(entries)}); "
-                                           "choose a new or empty folder for hydra.sweep.dir (or resume_mode=auto "
-                                           "to finish that sweep's jobs or search)")
+                    raise ForeignDirectory(
+                        f"sweep directory {sweep_dir} {held} ({_listing(entries)}); "
+                        "choose a new or empty folder for hydra.sweep.dir (or resume_mode=auto "
+                        "to finish that sweep's jobs or search)"
+                    )
             sweep_dir.mkdir(parents=True, exist_ok=True)
             self.lock = Lock(sweep_dir, "sweep directory")
         except RunDirRefused as error:

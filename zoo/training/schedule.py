@@ -1,4 +1,5 @@
 """Learning-rate schedules: linear warmup, then a decay."""
+
 from __future__ import annotations
 
 import math

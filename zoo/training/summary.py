@@ -1,4 +1,5 @@
 """What a finished run measured (for ``summary.json``), its test outputs and per-item scores, the printed result."""
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,10 @@ def test_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any) -> dict:
         "tested": bool(cfg.test),
         "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},
         "breakdowns": task.breakdowns(test["items"], test["hypotheses"]) if test else {},
-        "latency_ms": {strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
-                       for strategy in ("greedy", "beam")},
+        "latency_ms": {
+            strategy: latency_ms(module.model, task, items, module.test_decode, strategy)
+            for strategy in ("greedy", "beam")
+        },
         "decode": str(cfg.decode.strategy),
         "machine": {"platform": platform.platform(), "torch": torch.__version__, "device": str(device)},
     }
@@ -79,7 +82,9 @@ def epochs_trained(trainer: Any) -> float:
     return whole
 
 
-def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[float]], task: Any, samples: int) -> None:
+def write_outputs(
+    run_dir: Path, test: dict | None, item_scores: dict[str, list[float]], task: Any, samples: int
+) -> None:
     """When the test ran: one hypothesis per test item, the items with their per-item scores (what
     significance tests resample), and the first ``samples`` items as text."""
     if not test:
@@ -88,8 +93,13 @@ def write_outputs(run_dir: Path, test: dict | None, item_scores: dict[str, list[
     with open(run_dir / TEST_ITEMS_FILE, "w") as out:
         for k, (item, hypothesis) in enumerate(zip(test["items"], test["hypotheses"])):
             scores = {name: round(values[k], 4) for name, values in item_scores.items()}
-            row = {"id": item.id, "source": task.describe_source(item), "hypothesis": hypothesis,
-                   "references": list(item.references), "scores": scores}
+            row = {
+                "id": item.id,
+                "source": task.describe_source(item),
+                "hypothesis": hypothesis,
+                "references": list(item.references),
+                "scores": scores,
+            }
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     blocks = []
     for item, hypothesis in list(zip(test["items"], test["hypotheses"]))[:samples]:
@@ -102,15 +112,21 @@ def print_result(summary: dict, run_dir: Path) -> None:
     """The result table a user sees at the end of ``zoo train``."""
     components = summary["components"]
     chosen = [kind for kind in MODEL_KINDS if kind != "frontend"]
-    chosen += [group for group, kind in OPTIONAL_GROUPS.items() if components.get(group, components[kind]) != components[kind]]
+    chosen += [
+        group for group, kind in OPTIONAL_GROUPS.items() if components.get(group, components[kind]) != components[kind]
+    ]
     model = ", ".join(f"{name}={components[name]['name']}" for name in chosen)
     rows = [("model", model)]
-    rows += [(f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
-             for name, entry in summary["test"].items()]
+    rows += [
+        (f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
+        for name, entry in summary["test"].items()
+    ]
     if not summary["tested"]:
         best = summary["best_val"]
-        rows += [(f"best val {summary['monitor']}", f"{best:.2f}" if best is not None else "n/a"),
-                 ("test", "not run (test=false)")]
+        rows += [
+            (f"best val {summary['monitor']}", f"{best:.2f}" if best is not None else "n/a"),
+            ("test", "not run (test=false)"),
+        ]
     rows += [
         ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
         ("train time", f"{summary['train_seconds']:.1f} s"),

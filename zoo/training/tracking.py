@@ -7,12 +7,14 @@ scores, costs and latency in the W&B run summary (as metrics in MLflow). And one
 per job: Lightning leaves its run open in the process, where a sweep's next job would
 otherwise go on logging into it.
 """
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -44,7 +46,11 @@ def run_name(run_dir: Path) -> str:
 
 def components(cfg: DictConfig) -> dict[str, str]:
     """The plugin chosen in each config group: the sections that name one (``encoder: gru``, ``attention: additive``)."""
-    return {group: section["name"] for group, section in cfg.items() if isinstance(section, DictConfig) and "name" in section}
+    return {
+        group: section["name"]
+        for group, section in cfg.items()
+        if isinstance(section, DictConfig) and "name" in section
+    }
 
 
 def run_tags(cfg: DictConfig) -> list[str]:

@@ -23,13 +23,15 @@ Only :func:`attention_weights` knows how models hand out their weights:
   decoder's ``{"cross": (B, 1, T, S)}``) or a per-layer list;
   the decoder's ``self`` key is called ``decoder_self`` here.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from matplotlib.figure import Figure
@@ -59,7 +61,9 @@ class AttentionMapError(ZooError, ValueError):
 @contextlib.contextmanager
 def _returning_attention(model: Any) -> Iterator[None]:
     """Switch on ``return_attention`` on the model's encoder and decoder where they have it."""
-    parts = [m for m in (getattr(model, "encoder", None), getattr(model, "decoder", None)) if hasattr(m, "return_attention")]
+    parts = [
+        m for m in (getattr(model, "encoder", None), getattr(model, "decoder", None)) if hasattr(m, "return_attention")
+    ]
     before = [m.return_attention for m in parts]
     try:
         for m in parts:
@@ -103,7 +107,9 @@ def attention_weights(model: Any, source: torch.Tensor, target_in: torch.Tensor)
 
 # --------------------------------------------------------------------------- drawing
 def _draw(ax: Any, weights: torch.Tensor, rows: list[str], cols: list[str], title: str, fontsize: float) -> Any:
-    image = ax.imshow(weights.float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    image = ax.imshow(
+        weights.float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
+    )
     ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=fontsize)
     ax.set_yticks(range(len(rows)), rows, fontsize=fontsize)
     ax.set_title(title, fontsize=fontsize + 2)
@@ -113,7 +119,9 @@ def _draw(ax: Any, weights: torch.Tensor, rows: list[str], cols: list[str], titl
 def heatmap_figure(weights: torch.Tensor, rows: list[str], cols: list[str], title: str) -> Figure:
     """One (queries, keys) weight matrix as a labelled heatmap with a 0..1 colour bar."""
     if tuple(weights.shape) != (len(rows), len(cols)):
-        raise AttentionMapError(f"weights {tuple(weights.shape)} do not match {len(rows)} row and {len(cols)} column labels")
+        raise AttentionMapError(
+            f"weights {tuple(weights.shape)} do not match {len(rows)} row and {len(cols)} column labels"
+        )
     fig = Figure(figsize=(max(4.0, 0.3 * len(cols) + 2.5), max(3.0, 0.3 * len(rows) + 1.5)))
     ax = fig.add_subplot()
     image = _draw(ax, weights, rows, cols, title, fontsize=8)
@@ -161,7 +169,9 @@ class SentenceAttention:
         return self.labels[row_axis], self.labels[col_axis]
 
 
-def sentence_attention(model: Any, task: Task, source: Any, decode_cfg: DecodeConfig | None = None) -> SentenceAttention:
+def sentence_attention(
+    model: Any, task: Task, source: Any, decode_cfg: DecodeConfig | None = None
+) -> SentenceAttention:
     """Decode one ``source`` (greedy unless ``decode_cfg`` says otherwise), then gather its attention weights.
 
     The model is put in eval mode for the duration and then restored. The task

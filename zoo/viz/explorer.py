@@ -12,11 +12,13 @@ so the explorer and the PNGs always show the same numbers. They are embedded in
 the page as JSON (:func:`explorer_data`); the page's CSS and script are inline
 (:mod:`zoo.viz.explorer_page`), so the file works offline and requests nothing.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -78,16 +80,18 @@ def explorer_data(attention: SentenceAttention, names: Mapping[str, str] | None 
             continue
         queries, keys = attention.axes(kind)
         query_axis, key_axis = (AXIS_TITLES[axis] for axis in AXES.get(kind, AXES["cross"]))
-        kinds.append({
-            "name": kind,
-            "title": title,
-            "absent": None,
-            "query_axis": query_axis,
-            "key_axis": key_axis,
-            "queries": queries,
-            "keys": keys,
-            "layers": [_rounded(weights) for weights in attention.maps[kind]],
-        })
+        kinds.append(
+            {
+                "name": kind,
+                "title": title,
+                "absent": None,
+                "query_axis": query_axis,
+                "key_axis": key_axis,
+                "queries": queries,
+                "keys": keys,
+                "layers": [_rounded(weights) for weights in attention.maps[kind]],
+            }
+        )
     source = attention.source if isinstance(attention.source, str) else f"({type(attention.source).__name__} source)"
     return {"source": source, "output": attention.output, "components": names, "kinds": kinds}
 

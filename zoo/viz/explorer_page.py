@@ -13,6 +13,7 @@ Hooks the browser test relies on: ``body[data-ready]`` once drawn;
 ``.weight-label`` texts next to the tokens a focused token attends to;
 ``#heads-grid .thumb`` (``data-layer``, ``data-head``, 0-based).
 """
+
 from __future__ import annotations
 
 import html

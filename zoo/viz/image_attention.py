@@ -7,6 +7,7 @@ once (:func:`~zoo.viz.attention_maps.sentence_attention`); a multi-layer,
 multi-head decoder's weights are averaged over the heads of its last layer, the
 layer that chose the word.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,9 @@ from zoo.viz.attention_maps import AttentionMapError, log_pictures, save_figure,
 COLUMNS = 5  # words per row in the overview picture
 
 
-def word_maps(model: Any, task: Task, image: Any, decode_cfg: DecodeConfig | None = None) -> tuple[list[str], torch.Tensor]:
+def word_maps(
+    model: Any, task: Task, image: Any, decode_cfg: DecodeConfig | None = None
+) -> tuple[list[str], torch.Tensor]:
     """The caption's words (end of sentence included) and their (words, rows, columns) attention over the grid."""
     attention = sentence_attention(model, task, image, decode_cfg)
     cross = attention.maps.get("cross")
@@ -44,13 +47,20 @@ def overlay(pixels: np.ndarray, weights: torch.Tensor) -> np.ndarray:
     """(H, W) attention stretched (bilinear) over an image and rescaled to 0..1 (least to most attended cell),
     so that a spread-out attention still shows where it leans."""
     height, width = pixels.shape[:2]
-    upsampled = F.interpolate(weights[None, None].float(), size=(height, width), mode="bilinear", align_corners=False)[0, 0]
+    upsampled = F.interpolate(weights[None, None].float(), size=(height, width), mode="bilinear", align_corners=False)[
+        0, 0
+    ]
     low, high = upsampled.min(), upsampled.max()
     return ((upsampled - low) / (high - low).clamp(min=1e-9)).numpy()
 
 
 def write_image_attention(
-    model: Any, task: Task, image: Any, out_dir: str | Path, *, decode_cfg: DecodeConfig | None = None,
+    model: Any,
+    task: Task,
+    image: Any,
+    out_dir: str | Path,
+    *,
+    decode_cfg: DecodeConfig | None = None,
     wandb_run: Any = None,
 ) -> list[Path]:
     """Caption ``image`` (a file path or ImageSource) and write, into ``out_dir``, ``word<k>_<word>.png``
@@ -74,7 +84,7 @@ def write_image_attention(
     fig = Figure(figsize=(2.4 * columns, 2.6 * rows + 0.4))
     for ax, (word, weights) in zip(fig.subplots(rows, columns, squeeze=False).flat, zip(words, maps)):
         _draw(ax, pixels, weights, word)
-    for ax in fig.axes[len(words):]:
+    for ax in fig.axes[len(words) :]:
         ax.set_axis_off()
     fig.suptitle(" ".join(words[:-1]), y=1.0)
     written.append(save_figure(fig, out_dir / "caption.png"))
@@ -92,5 +102,3 @@ def _draw(ax: Any, pixels: np.ndarray, weights: torch.Tensor, word: str) -> None
 
 def _slug(word: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in word)[:20] or "word"
-
-

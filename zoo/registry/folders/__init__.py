@@ -5,6 +5,7 @@ named in ``$ZOO_PLUGIN_DIRS``: a process started with only the environment (a DD
 rank, a joblib or submitit worker unpickling a config) finds a folder plugin under
 the name its parent gave it (see :mod:`zoo.registry.discovery`).
 """
+
 from zoo.registry.discovery import mount_env_folders
 
 mount_env_folders()
