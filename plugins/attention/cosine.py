@@ -9,9 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import positive
-from zoo.contracts import Scorer
+from zoo.api import Scorer, positive, register
 
 
 @register("attention", "cosine")

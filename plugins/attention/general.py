@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.contracts import Scorer
+from zoo.api import Scorer, register
 
 
 @register("attention", "general")

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import at_least
-from zoo.contracts import Scorer
+from zoo.api import Scorer, at_least, register
 
 
 @register("attention", "location")

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zoo import register
-from zoo.contracts import Scorer
+from zoo.api import Scorer, register
 
 
 @register("attention", "none")

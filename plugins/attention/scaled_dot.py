@@ -1,20 +1,17 @@
-"""The ``scaled_dot`` scorer: score(q, k) = q . k / sqrt(d) (Vaswani et al., 2017).
-
-It extends the ``dot`` scorer: a plugin may subclass another plugin.
-"""
+"""The ``scaled_dot`` scorer: score(q, k) = q . k / sqrt(d) (Vaswani et al., 2017)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
-from zoo_plugins.attention.dot import DotScorer
 
-from zoo import register
+from zoo.api import Scorer, register
 
 
 @register("attention", "scaled_dot")
-class ScaledDotScorer(DotScorer):
+class ScaledDotScorer(Scorer):
     """Scaled dot product q . k / sqrt(d); needs query_dim == key_dim (Vaswani et al., 2017).
 
     Dividing by sqrt(d) keeps the score variance near 1 when q and k have unit-variance
@@ -23,9 +20,16 @@ class ScaledDotScorer(DotScorer):
     ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
     """
 
-    def __init__(self, cfg: DotScorer.Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
-        super().__init__(cfg, query_dim, key_dim, heads)
+    needs_equal_dims = True
+
+    @dataclass
+    class Config:
+        pass
+
+    def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
+        super().__init__()
+        self.check_dims(query_dim, key_dim)
         self.scale = 1.0 / math.sqrt(query_dim)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        return super().forward(q, k) * self.scale
+        return (q @ k.transpose(-1, -2)) * self.scale

@@ -33,10 +33,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from zoo import register
-from zoo.config.checks import Choice, at_least, one_of
-from zoo.contracts import Dataset, ImageSource, Item
-from zoo.errors import ZooError
+from zoo.api import Choice, Dataset, ImageSource, Item, ZooError, at_least, one_of, register
 
 log = logging.getLogger(__name__)
 

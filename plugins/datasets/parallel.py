@@ -24,10 +24,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoo import register
-from zoo.config.checks import Choice, at_least, one_of
-from zoo.contracts import Dataset, Item
-from zoo.errors import ZooError
+from zoo.api import Choice, Dataset, Item, ZooError, at_least, one_of, register
 
 log = logging.getLogger(__name__)
 

@@ -69,10 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import register
-from zoo.config.checks import ConfigError, at_least, between
-from zoo.contracts import SPLITS, Dataset, ImageSource, Item
-from zoo.errors import ZooError
+from zoo.api import SPLITS, ConfigError, Dataset, ImageSource, Item, ZooError, at_least, between, register
 
 # --------------------------------------------------------------------------- the world
 SHAPES = ("circle", "square", "triangle", "cross")

@@ -46,10 +46,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zoo import register
-from zoo.config.checks import ConfigError, at_least
-from zoo.contracts import SPLITS, Dataset, Item
-from zoo.errors import ZooError
+from zoo.api import SPLITS, ConfigError, Dataset, Item, ZooError, at_least, register
 
 # --------------------------------------------------------------------------- source lexicon
 NOUNS = (

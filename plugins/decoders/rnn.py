@@ -35,12 +35,22 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import TRAINED_BYTES, Choice, at_least, in_unit_interval, one_of, within_memory
-from zoo.contracts import Decoder, DecoderOutput, EncoderOutput
-from zoo.nn.attention import attend
-from zoo.nn.layers import TargetEmbedding
-from zoo.registry import build, get
+from zoo.api import (
+    TRAINED_BYTES,
+    Choice,
+    Decoder,
+    DecoderOutput,
+    EncoderOutput,
+    TargetEmbedding,
+    at_least,
+    attend,
+    build,
+    get,
+    in_unit_interval,
+    one_of,
+    register,
+    within_memory,
+)
 
 
 class Cell(Choice):

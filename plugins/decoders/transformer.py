@@ -10,12 +10,23 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import TRAINED_BYTES, no_wider_than, within_memory
-from zoo.contracts import PAD, Decoder, DecoderOutput, EncoderOutput
-from zoo.nn.layers import TargetEmbedding
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
-from zoo.registry import build
+from zoo.api import (
+    PAD,
+    TRAINED_BYTES,
+    Decoder,
+    DecoderOutput,
+    EncoderOutput,
+    FeedForward,
+    Residual,
+    TargetEmbedding,
+    TransformerLayout,
+    build,
+    final_norm,
+    layout_attention,
+    no_wider_than,
+    register,
+    within_memory,
+)
 
 
 class DecoderLayer(nn.Module):

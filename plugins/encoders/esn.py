@@ -28,20 +28,23 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import (
+from zoo.api import (
+    ACTIVATIONS,
     FROZEN_BYTES,
     TRAINED_BYTES,
     Choice,
+    Encoder,
+    EncoderOutput,
+    Reservoir,
     at_least,
     fraction,
     in_unit_interval,
     one_of,
     positive,
+    register,
+    reverse_padded,
     within_memory,
 )
-from zoo.contracts import Encoder, EncoderOutput
-from zoo.reservoir import ACTIVATIONS, Reservoir, reverse_padded
 
 #: The reservoir's nonlinearity f: one member per function :class:`zoo.reservoir.Reservoir` knows.
 ReservoirActivation = Choice("ReservoirActivation", [(name, name) for name in ACTIVATIONS], module=__name__)

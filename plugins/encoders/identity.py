@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zoo import register
-from zoo.contracts import Encoder, EncoderOutput
+from zoo.api import Encoder, EncoderOutput, register
 
 
 @register("encoder", "identity")

@@ -19,9 +19,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from zoo import register
-from zoo.config.checks import TRAINED_BYTES, at_least, in_unit_interval, within_memory
-from zoo.contracts import Encoder, EncoderOutput
+from zoo.api import TRAINED_BYTES, Encoder, EncoderOutput, at_least, in_unit_interval, register, within_memory
 
 
 class RecurrentEncoder(Encoder):

@@ -9,11 +9,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import TRAINED_BYTES, ConfigError, no_wider_than, within_memory
-from zoo.contracts import Encoder, EncoderOutput
-from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
-from zoo.registry import build
+from zoo.api import (
+    TRAINED_BYTES,
+    ConfigError,
+    Encoder,
+    EncoderOutput,
+    FeedForward,
+    Residual,
+    TransformerLayout,
+    build,
+    final_norm,
+    layout_attention,
+    no_wider_than,
+    register,
+    within_memory,
+)
 
 log = logging.getLogger(__name__)
 

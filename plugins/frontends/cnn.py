@@ -7,10 +7,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import ConfigError, at_least, in_unit_interval
-from zoo.contracts import Frontend, SourceDescription
-from zoo.nn.grid import GridProjection
+from zoo.api import ConfigError, Frontend, GridProjection, SourceDescription, at_least, in_unit_interval, register
 
 
 def conv_stage(in_channels: int, out_channels: int, convolutions: int) -> nn.Sequential:

@@ -7,10 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import at_least, in_unit_interval
-from zoo.contracts import Frontend, SourceDescription
-from zoo.nn.grid import GridProjection
+from zoo.api import Frontend, GridProjection, SourceDescription, at_least, in_unit_interval, register
 
 
 @register("frontend", "patches")

@@ -20,11 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import at_least, between, in_unit_interval
-from zoo.contracts import Frontend, SourceDescription
-from zoo.errors import ZooError
-from zoo.nn.grid import flatten_grid
+from zoo.api import Frontend, SourceDescription, ZooError, at_least, between, flatten_grid, in_unit_interval, register
 
 #: The packages of the ``pretrained`` extra: (module, distribution).
 NETWORK_PACKAGE = ("efficientnet_lite_pytorch", "efficientnet-lite-pytorch")

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import at_least, in_unit_interval
-from zoo.contracts import PAD, SPECIAL_TOKENS, Frontend, SourceDescription
+from zoo.api import PAD, SPECIAL_TOKENS, Frontend, SourceDescription, at_least, in_unit_interval, register
 
 
 @register("frontend", "tokens")

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
 
-from zoo import register
-from zoo.contracts import Metric
-from zoo.metrics import reference_streams
+from zoo.api import Metric, reference_streams, register
 
 
 @register("metric", "bleu")

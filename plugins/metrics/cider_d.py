@@ -18,8 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from zoo import register
-from zoo.metrics.coco import MeanOfItems, ngram_counts, signature, tokenize_corpus
+from zoo.api import MeanOfItems, ngram_counts, register, signature, tokenize_corpus
 
 ORDERS = 4
 SIGMA = 6.0

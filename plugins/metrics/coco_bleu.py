@@ -15,9 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from zoo import register
-from zoo.contracts import Metric
-from zoo.metrics.coco import ngram_counts, signature, tokenize_corpus
+from zoo.api import Metric, ngram_counts, register, signature, tokenize_corpus
 
 TINY = 1e-15  # added to the clipped matches of each order and to the hypothesis length
 SMALL = 1e-9  # added to the n-gram count of each order and to the reference length

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zoo import register
-from zoo.metrics.coco import MeanOfItems, signature, tokenize_corpus
+from zoo.api import MeanOfItems, register, signature, tokenize_corpus
 
 BETA = 1.2
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zoo_plugins.metrics.meteor import JavaScorer
-
-from zoo import register
-from zoo.metrics.coco import signature
+from zoo.api import JavaScorer, register, signature
 
 CORENLP = ("spice/lib/stanford-corenlp-3.6.0.jar", "spice/lib/stanford-corenlp-3.6.0-models.jar")
 

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zoo import register
-from zoo.contracts import PositionalEncoding
+from zoo.api import PositionalEncoding, register
 
 
 def alibi_slopes(heads: int) -> torch.Tensor:

@@ -2,8 +2,7 @@
 
 from dataclasses import dataclass
 
-from zoo import register
-from zoo.contracts import PositionalEncoding
+from zoo.api import PositionalEncoding, register
 
 
 @register("posenc", "none")

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo import register
-from zoo.config.checks import ConfigError, at_least
-from zoo.contracts import PositionalEncoding
+from zoo.api import ConfigError, PositionalEncoding, at_least, register
 
 
 def relative_bucket(

@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zoo import register
-from zoo.config.checks import above
-from zoo.contracts import PositionalEncoding
+from zoo.api import PositionalEncoding, above, register
 
 
 @register("posenc", "sinusoidal")

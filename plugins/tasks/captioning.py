@@ -24,14 +24,27 @@ from typing import Any
 
 import torch
 
-from zoo import register
-from zoo.config.checks import Choice, at_least
-from zoo.contracts import ImageSource, Item, SourceDescription, Task
-from zoo.contracts.task import TaskError
-from zoo.data.features import FeatureTable, load_features
-from zoo.data.images import Fit, ImageStore, as_image, to_float
-from zoo.data.text import load_tokenizer, save_tokenizer, tokenizer_path, train_tokenizer
-from zoo.registry import get
+from zoo.api import (
+    Choice,
+    FeatureTable,
+    Fit,
+    ImageSource,
+    ImageStore,
+    Item,
+    SourceDescription,
+    Task,
+    TaskError,
+    as_image,
+    at_least,
+    get,
+    load_features,
+    load_tokenizer,
+    register,
+    save_tokenizer,
+    to_float,
+    tokenizer_path,
+    train_tokenizer,
+)
 
 #: Image side when neither the config nor the frontend asks for one (the scenes' own size).
 DEFAULT_IMAGE_SIZE = 64

@@ -10,13 +10,25 @@ from typing import Any
 
 import torch
 
-from zoo import register
-from zoo.config.checks import ConfigError, at_least, positive
-from zoo.contracts import PAD, UNK, Item, SourceDescription, Task
-from zoo.data.collate import pad
-from zoo.data.text import load_tokenizer, save_tokenizer, token_labels, tokenizer_path, train_tokenizer
-from zoo.decoding import max_output_len
-from zoo.metrics import bleu_by_source_length
+from zoo.api import (
+    PAD,
+    UNK,
+    ConfigError,
+    Item,
+    SourceDescription,
+    Task,
+    at_least,
+    bleu_by_source_length,
+    load_tokenizer,
+    max_output_len,
+    pad,
+    positive,
+    register,
+    save_tokenizer,
+    token_labels,
+    tokenizer_path,
+    train_tokenizer,
+)
 
 
 @register("task", "translation")

@@ -5,10 +5,7 @@ from dataclasses import dataclass
 from tokenizers import Tokenizer as HFPipeline
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from zoo import register
-from zoo.config.checks import at_least
-from zoo.contracts import SPECIAL_TOKENS
-from zoo.data.tokenization import HFTokenizer
+from zoo.api import SPECIAL_TOKENS, HFTokenizer, at_least, register
 
 
 @register("tokenizer", "bpe")

@@ -43,6 +43,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from zoo.contracts import Metric
 from zoo.errors import ZooError
@@ -274,3 +275,59 @@ class MeanOfItems(Metric):
     def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         scores = self.item_scores(hypotheses, references)
         return sum(scores) / len(scores) if scores else 0.0
+
+
+class JavaScorer(Metric):
+    """A pycocoevalcap Java scorer run on coco-tokenised text; corpus and per-item scores from one run, cached.
+
+    A subclass names the package files it ``needed``, makes the scorer (``_new_scorer``) and runs it
+    (``_run``: corpus score and item scores, 0-1); METEOR and SPICE are two.
+    """
+
+    higher_is_better = True
+    needed: tuple[str, ...] = ()  # files inside the pycocoevalcap package
+
+    @dataclass
+    class Config:
+        # coco-caption's PTB-style tokenisation; False: texts are tokenised already (split on spaces)
+        tokenize: bool = True
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self._scorer: Any = None
+        self._last: tuple[Any, tuple[float, list[float]]] | None = None
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return java_scorer_unavailable(cls.registry_entry.name, *cls.needed)
+
+    def _new_scorer(self) -> Any:
+        raise NotImplementedError
+
+    def _run(self, scorer: Any, gts: dict, res: dict) -> tuple[float, list[float]]:
+        raise NotImplementedError
+
+    def _scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[float, list[float]]:
+        key = (tuple(hypotheses), tuple(tuple(refs) for refs in references))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        reason = self.unavailable()
+        if reason:
+            raise MetricUnavailableError(reason)
+        hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)
+        if not hyps:
+            return 0.0, []
+        if self._scorer is None:
+            self._scorer = self._new_scorer()
+        gts = {i: [" ".join(r) for r in item_refs] for i, item_refs in enumerate(refs)}
+        res = {i: [" ".join(h)] for i, h in enumerate(hyps)}
+        corpus, items = self._run(self._scorer, gts, res)
+        result = (100.0 * corpus, [100.0 * score for score in items])
+        self._last = (key, result)
+        return result
+
+    def corpus_score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+        return self._scores(hypotheses, references)[0]
+
+    def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
+        return self._scores(hypotheses, references)[1]
