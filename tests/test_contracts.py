@@ -20,7 +20,9 @@ cannot be built generically without data.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -28,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo import registry
-from zoo.contracts import BOS, EOS, PAD, Item, Scorer, SourceDescription
+from zoo.contracts import BOS, EOS, PAD, Encoder, Item, Scorer, SourceDescription
 from zoo.nn.attention import attend
 from zoo.registry import discovery
 
@@ -129,7 +131,7 @@ def test_build_with_unknown_name_is_rejected():
 def test_duplicate_registration_from_another_module_names_both_modules():
     original = registry.get("encoder", "gru")
 
-    class Impostor(torch.nn.Module):
+    class Impostor(Encoder):
         """Pretends to be the GRU encoder."""
 
         @dataclass
@@ -142,6 +144,60 @@ def test_duplicate_registration_from_another_module_names_both_modules():
     assert "somebody_elses_plugin" in str(error.value)
     assert original.module in str(error.value)
     assert registry.get("encoder", "gru") is original
+
+
+TWICE_SEEN = '''
+from dataclasses import dataclass
+
+from zoo.api import Scorer, register
+
+
+@register("attention", "twice_seen")
+class TwiceSeen(Scorer):
+    """Scores every key alike."""
+
+    @dataclass
+    class Config:
+        pass
+'''
+
+
+def test_the_same_plugin_from_a_folder_and_a_package_is_registered_once(tmp_path):
+    """A run trained from a plugin folder, loaded where that plugin is also installed as a package."""
+    first, second = tmp_path / "folder" / "twice.py", tmp_path / "package" / "twice.py"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text(TWICE_SEEN)
+    kept = import_file(first, "zoo_test_folder_twice").TwiceSeen
+    assert import_file(second, "zoo_test_package_twice").TwiceSeen is kept
+    second.write_text(TWICE_SEEN.replace("alike", "the same"))
+    with pytest.raises(registry.RegistryError, match="their code differs; keep one"):
+        import_file(second, "zoo_test_package_twice_changed")
+
+
+def import_file(path, module_name: str):
+    """Import ``path`` as module ``module_name``, as a plugin folder or an installed package would."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "declaration,complaint",
+    [
+        ("class Loose(torch.nn.Module): pass", "does not subclass zoo.api.Scorer"),
+        ("class Loose(Scorer):\n    Config = dict", "needs a nested @dataclass named Config"),
+        ("class Loose(Scorer):\n    @dataclass\n    class Config:\n        width: int", "width have no default"),
+    ],
+)
+def test_register_checks_the_base_class_and_the_config(declaration, complaint):
+    namespace = {"torch": torch, "Scorer": Scorer, "dataclass": dataclass}
+    exec(declaration, namespace)
+    with pytest.raises(registry.RegistryError, match=complaint):
+        registry.register("attention", "loose")(namespace["Loose"])
+    assert "loose" not in registry.names("attention")
 
 
 def test_config_with_unknown_field_is_rejected():

@@ -154,9 +154,7 @@ def _comment_of(statement: ast.stmt, lines: list[str], comments: dict[int, str])
 
 def _tagged_config(kind: str, name: str, cls: type) -> type:
     """The component's Config plus a ``name`` field that says which class to build."""
-    base = getattr(cls, "Config", None)
-    if base is None or not dataclasses.is_dataclass(base):
-        raise RegistryError(f"{cls.__qualname__} needs a nested @dataclass named Config to register as {kind} '{name}'")
+    base = cls.Config
     fields: list[tuple] = [("name", str, dataclasses.field(default=name))]
     chosen = getattr(cls, "component_defaults", {})
     if chosen:
@@ -173,19 +171,25 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
 
 
 def register(kind: str, name: str) -> Callable[[type], type]:
-    """Class decorator: ``@register("attention", "cosine")``."""
-    declared_kind(kind)  # an unknown kind is an error naming the known ones
+    """Class decorator: ``@register("attention", "cosine")``.
+
+    The class must subclass its kind's base in :mod:`zoo.contracts` (``Scorer`` for ``attention``) and have a
+    nested ``@dataclass Config`` whose fields all have defaults: checked here, at import, so a plugin that breaks
+    the contract is named before any config is composed.
+    """
+    declared = declared_kind(kind)  # an unknown kind is an error naming the known ones
 
     def decorate(cls: type) -> type:
+        _check_contract(declared.name, name, declared.contract, cls)
         existing = _ENTRIES.get((kind, name))
+        if existing is not None and existing.cls is not cls and not _same_plugin(existing.cls, cls):
+            raise RegistryError(
+                f"{kind} '{name}' is registered twice, by {_origin(existing.cls)} and by {_origin(cls)}, "
+                "and their code differs; keep one: uninstall the package, drop the folder from plugin_dirs and "
+                "ZOO_PLUGIN_DIRS, or rename one of them"
+            )
         if existing is not None and existing.cls is not cls:
-            if existing.module == cls.__module__ and existing.cls.__qualname__ == cls.__qualname__:
-                pass  # the same module imported twice (e.g. a plugin folder on sys.path): harmless
-            else:
-                raise RegistryError(
-                    f"{kind} '{name}' is registered twice: by {existing.module}.{existing.cls.__qualname__} "
-                    f"and by {cls.__module__}.{cls.__qualname__}; rename one of them"
-                )
+            return existing.cls  # the same plugin again (its folder and its installed package): keep the first
         config_cls = _tagged_config(kind, name, cls)
         doc = inspect.getdoc(cls) or ""
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
@@ -196,6 +200,52 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         return cls
 
     return decorate
+
+
+def _check_contract(kind: str, name: str, base_name: str, cls: type) -> None:
+    """The class subclasses its kind's base and has a nested ``@dataclass Config`` with a default for each field."""
+    from zoo import contracts
+
+    base = getattr(contracts, base_name)
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise RegistryError(
+            f"{where} registers as {kind} '{name}' but does not subclass zoo.api.{base_name}; "
+            f"declare it as `class {getattr(cls, '__name__', cls)}({base_name})`"
+        )
+    config = vars(cls).get("Config", getattr(cls, "Config", None))
+    if config is None or not dataclasses.is_dataclass(config):
+        raise RegistryError(f"{where} needs a nested @dataclass named Config to register as {kind} '{name}'")
+    required = [f.name for f in dataclasses.fields(config) if _required(f)]
+    if required:
+        raise RegistryError(
+            f"{where}.Config field(s) {', '.join(required)} have no default; give each one, so that `{kind}={name}` "
+            "alone makes a working config"
+        )
+
+
+def _required(field: dataclasses.Field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
+def _origin(cls: type) -> str:
+    """Where a class comes from: its module, and its file where there is one."""
+    try:
+        return f"{cls.__module__}.{cls.__qualname__} ({inspect.getsourcefile(cls)})"
+    except TypeError:  # a class made at runtime
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _same_plugin(first: type, second: type) -> bool:
+    """One plugin reached twice: the same class name in a file of the same name and the same text (a run's
+    plugin folder and the package it was later installed as)."""
+    if first.__qualname__ != second.__qualname__:
+        return False
+    try:
+        files = [Path(inspect.getsourcefile(cls)) for cls in (first, second)]
+    except TypeError:
+        return False
+    return files[0].name == files[1].name and files[0].read_bytes() == files[1].read_bytes()
 
 
 def get(kind: str, name: str) -> Entry:
