@@ -30,6 +30,17 @@ NOT_SOURCE = (
     ".pytest_cache",
 )
 
+# The pages' skeletons, CSS and scripts, inlined into every explorer and report written.
+PAGE_ASSETS = (
+    "zoo/viz/assets/explorer.html",
+    "zoo/viz/assets/explorer.css",
+    "zoo/viz/assets/explorer.js",
+    "zoo/report/assets/report.html",
+    "zoo/report/assets/report.css",
+    "zoo/report/assets/report.js",
+    "zoo/report/assets/error.html",
+)
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
@@ -121,6 +132,11 @@ def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
         shipped = "zoo/conf/" + config.relative_to(ROOT / "conf").as_posix()
         assert shipped in names, f"{config.relative_to(ROOT)} is missing from the wheel (as {shipped})"
     assert "zoo/conf/config.yaml" in names
+    # The explorer's and the report's pages are package data, read with importlib.resources.
+    assets = {a.relative_to(ROOT).as_posix() for a in (ROOT / "zoo").rglob("assets/*") if a.is_file()}
+    assert assets >= set(PAGE_ASSETS), f"assets missing from the checkout: {set(PAGE_ASSETS) - assets}"
+    for shipped in sorted(assets):
+        assert shipped in names, f"{shipped} is missing from the wheel"
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     # hydra_plugins: the namespace Hydra finds sweepers in (zoo's Optuna sweeper, hydra/sweeper=optuna)
     assert top_level == {"zoo", "zoo_plugins", "hydra_plugins"}, (
@@ -145,6 +161,22 @@ def test_installed_wheel_imports_from_its_own_environment(installed, outside):
     assert Path(seen["dist"]).resolve().is_relative_to(installed.resolve()), "zoo's metadata is not the wheel's"
     inside = [p for p in seen["path"] if p and in_checkout(p)]
     assert not inside, f"the checkout is on sys.path: {inside}"
+
+
+def test_installed_wheel_draws_the_explorer_and_the_report_pages(installed, outside):
+    """The pages' CSS and scripts come from the wheel's package data, inlined: no asset is left behind."""
+    probe = (
+        "from pathlib import Path\n"
+        "from zoo.viz.explorer_page import render_page\n"
+        "from zoo.report.html import render\n"
+        "Path('explorer.html').write_text(render_page('probe', '{}'))\n"
+        "Path('report.html').write_text(render([], 'probe', Path('report.html')))\n"
+    )
+    run_installed(installed, "python", "-c", probe, cwd=outside)
+    explorer, report = (outside / "explorer.html").read_text(), (outside / "report.html").read_text()
+    assert "--accent" in explorer and "function buildHeadView()" in explorer and 'id="heads-grid"' in explorer
+    assert "border-collapse" in report and "function sortTable(th)" in report
+    assert "${" not in explorer.split('id="attention-data"')[0] and "${" not in report.split("<script>")[0]
 
 
 def test_installed_zoo_lists_the_same_components_as_the_checkout(installed, outside):

@@ -4,14 +4,20 @@ A sortable leaderboard, learning curves (the monitored validation metric against
 steps and against wall time; one line per configuration, its seeds as a band),
 quality against cost with the Pareto front, the metric by breakdown bucket, sample
 outputs side by side, and the attention pictures the runs hold. Charts are Plotly
-figures; Plotly's JavaScript is inlined once, so the file opens offline.
+figures; Plotly's JavaScript is inlined once, so the file opens offline. The page's
+skeleton, CSS and table-sorting script are package data (``zoo/report/assets/``),
+inlined into the page too.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import re
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
+from string import Template
 
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
@@ -27,34 +33,21 @@ SAMPLES = 8
 PICTURES = 6
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }}
-table {{ border-collapse: collapse; font-size: 0.9em; }}
-pre {{ white-space: pre-wrap; font-size: 0.85em; }}
-th, td {{ border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: right; vertical-align: top; }}
-th {{ background: #f4f4f4; cursor: pointer; user-select: none; }}
-td:first-child, th:first-child, table.samples td {{ text-align: left; }}
-.note {{ color: #555; font-size: 0.85em; }} .pictures img {{ max-height: 260px; margin: 0.3em; border: 1px solid #ddd; }}
-</style>
-<script>{plotly}</script>
-<script>
-function sortTable(th) {{
-  const table = th.closest("table"), column = [...th.parentNode.children].indexOf(th);
-  const rows = [...table.tBodies[0].rows], up = th.dataset.order !== "up";
-  const value = row => {{ const text = row.cells[column].innerText.split(" ")[0].replace(/,/g, "");
-                         const number = parseFloat(text); return isNaN(number) ? text : number; }};
-  rows.sort((a, b) => (value(a) > value(b) ? 1 : value(a) < value(b) ? -1 : 0) * (up ? 1 : -1));
-  rows.forEach(row => table.tBodies[0].appendChild(row)); th.dataset.order = up ? "up" : "down";
-}}
-</script>
-{refresh}</head><body>
-<h1>{title}</h1>
-{sections}
-</body></html>
-"""
+#: An end tag that would close the inline ``<style>`` or ``<script>`` early.
+_CLOSES_INLINE = re.compile(r"</(style|script)", re.IGNORECASE)
+
+
+@cache
+def asset(name: str) -> str:
+    """The text of ``assets/<name>`` (package data: the page's skeleton, CSS and script), read once.
+
+    CSS and script are checked to be safe to inline in a style or script element. The skeletons
+    (``report.html``; ``error.html``, the dashboard's error page) are ``string.Template`` text.
+    """
+    text = files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    if not name.endswith(".html") and _CLOSES_INLINE.search(text):
+        raise ValueError(f"zoo/report/assets/{name} holds an end tag that would cut the inlined element short")
+    return text
 
 
 def _table(header: list[str], rows: list[list[str]], css_class: str = "leaderboard") -> str:
@@ -316,4 +309,11 @@ def render(
             attention_pictures(board, report),
         ]
     refresh = f'<meta http-equiv="refresh" content="{refresh_seconds}">' if refresh_seconds else ""
-    return PAGE.format(title=html.escape(title), plotly=get_plotlyjs(), refresh=refresh, sections="\n".join(sections))
+    return Template(asset("report.html")).substitute(
+        title=html.escape(title),
+        style=asset("report.css").rstrip("\n"),
+        plotly=get_plotlyjs(),
+        script=asset("report.js").rstrip("\n"),
+        refresh=refresh,
+        sections="\n".join(sections),
+    )

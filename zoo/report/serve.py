@@ -11,19 +11,13 @@ import html
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from string import Template
 
 from zoo.errors import ZooError
 from zoo.report.compare import leaderboards
-from zoo.report.html import render
+from zoo.report.html import asset, render
 from zoo.report.runs import find_runs
 from zoo.search.report import search_families
-
-#: The page served instead of the report while a run cannot be read; it reloads like the report.
-ERROR_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>zoo dashboard</title>
-<meta http-equiv="refresh" content="{refresh}"></head>
-<body><p>zoo: error: {error}</p></body></html>
-"""
 
 
 class ReportHandler(BaseHTTPRequestHandler):
@@ -41,13 +35,18 @@ class ReportHandler(BaseHTTPRequestHandler):
         try:
             status, page = 200, self.report()
         except ZooError as error:  # a run folder removed or damaged since the start: said on the page, which reloads
-            status, page = 500, ERROR_PAGE.format(refresh=self.refresh, error=html.escape(str(error))).encode()
+            status, page = 500, self.error_page(error)
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(page)
+
+    def error_page(self, error: ZooError) -> bytes:
+        """The page served instead of the report while a run cannot be read (assets/error.html); it reloads too."""
+        page = Template(asset("error.html")).substitute(refresh=self.refresh, error=html.escape(str(error)))
+        return page.encode()
 
     def report(self) -> bytes:
         """The report of the runs as they are now."""

@@ -9,8 +9,9 @@ click a head in the overview grid of small heatmaps to select it.
 
 The weights and labels come from :func:`zoo.viz.attention_maps.sentence_attention`,
 so the explorer and the PNGs always show the same numbers. They are embedded in
-the page as JSON (:func:`explorer_data`); the page's CSS and script are inline
-(:mod:`zoo.viz.explorer_page`), so the file works offline and requests nothing.
+the page as JSON (:func:`explorer_data`); the page's CSS and script (package data in
+``zoo/viz/assets/``) are inlined by :mod:`zoo.viz.explorer_page`, so the file works offline and
+requests nothing.
 """
 
 from __future__ import annotations
