@@ -47,3 +47,17 @@ def test_zoo_check_passes_the_readme_scorer_and_names_a_broken_shape(tmp_path):
     assert re.fullmatch(
         r"zoo: error: \d+ contract check\(s\) failed; each line above says what was expected\n", bad.stderr
     )
+
+
+def test_a_run_with_a_broken_plugin_stops_before_any_data_loads(tmp_path):
+    """The probe of the configured model names the plugin and the expected shape; no run folder is made."""
+    folder = tmp_path / "my_plugins"
+    folder.mkdir()
+    (folder / "flat.py").write_text(FLAT_SCORER)
+    run = fork_zoo("train", f"plugin_dirs=[{folder}]", "attention=flat", "hydra.run.dir=run", cwd=tmp_path, check=False)
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        "zoo: error: attention 'flat' broke its contract on a probe batch before any data loaded: scores (2, 1, 1, 1), "
+        "expected (B, H, T, S) = (2, 1, 1, 6); `zoo check flat` runs its contract checks"
+    ]
+    assert not (tmp_path / "run").exists()

@@ -19,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError, at_least, between
 from zoo.config.schema import ZooConfig
 from zoo.data.datamodule import build_task
@@ -56,6 +57,7 @@ def validate(cfg: DictConfig) -> None:
     between(cfg, "seed", 0, 2**32 - 1)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
     build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
+    probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
 
 
 def refuse_fp16_on_cpu(trainer: DictConfig) -> None:
