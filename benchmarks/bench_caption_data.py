@@ -62,9 +62,8 @@ def main() -> None:
     images = sum(len(items) for items in data.items.values())
     print(f"{' '.join(args.overrides)}")
     print(f"  setup: {setup_seconds:.1f} s for {images} images (decoded and resized once)")
-    print(
-        f"  per batch: data {wait * 1000:.1f} ms, step {step * 1000:.0f} ms; waiting for data {wait / (wait + step):.1%}"
-    )
+    share = wait / (wait + step)
+    print(f"  per batch: data {wait * 1000:.1f} ms, step {step * 1000:.0f} ms; waiting for data {share:.1%}")
 
 
 if __name__ == "__main__":

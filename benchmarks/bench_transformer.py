@@ -240,15 +240,15 @@ def main() -> None:
     print(f"torch {torch.__version__}, {platform.machine()} {where}")
     print(
         f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
-        f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, {args.rounds} rounds x {args.batches} steps"
+        f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, "
+        f"{args.rounds} rounds x {args.batches} steps"
     )
     print(f"{'model':<22} {'params':>10} {'target tokens/s (median)':>26}")
     for name, model in result["models"].items():
         params = sum(p.numel() for p in model.parameters())
         print(f"{name:<22} {params:>10,} {statistics.median(speeds[name]):>26,.0f}")
-    print(
-        f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})"
-    )
+    rounds = ", ".join(f"{r:.3f}" for r in ratios)
+    print(f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {rounds})")
 
 
 if __name__ == "__main__":

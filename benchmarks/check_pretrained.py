@@ -6,7 +6,8 @@ a dog and on images whose captions mention no dog, and reports the share whose t
 top-5) ImageNet classes include a dog breed (class indices 151-268, 118 of the 1000), the mean
 probability mass on the dog breeds, and how many distinct top-1 classes a group gets. An
 ImageNet network should find the dogs and leave the rest; a randomly initialised one gives
-(nearly) every image the same class, so its shares are 0% or 100% for both groups alike. The images are 128 px on the shorter side: each is resized
+(nearly) every image the same class, so its shares are 0% or 100% for both groups alike. The images are
+128 px on the shorter side: each is resized
 (bicubic) so its shorter side is the size measured, then centre-cropped square.
 
 Besides the frontend's normalisation ((255 x - 127) / 128, TensorFlow's for the Lite models)
@@ -86,12 +87,14 @@ def variants(frontend, classifier, random_net):
 
 
 def dog_share(logits: torch.Tensor) -> str:
-    """Shares whose top-1 class, or any of the top 5, is a dog breed; mean probability on the breeds; distinct top-1s."""
+    """Shares whose top-1 class, or any of the top 5, is a dog breed; mean probability on the breeds;
+    distinct top-1s."""
     top5 = logits.topk(5, dim=1).indices
     is_dog = (top5 >= DOG_CLASSES.start) & (top5 < DOG_CLASSES.stop)
     mass = logits.softmax(dim=1)[:, DOG_CLASSES.start : DOG_CLASSES.stop].sum(dim=1).mean().item()
     distinct = len(set(top5[:, 0].tolist()))
-    return f"{is_dog[:, 0].float().mean().item():6.1%} {is_dog.any(dim=1).float().mean().item():6.1%} {mass:6.1%} {distinct:4d}"
+    top1, top5_share = is_dog[:, 0].float().mean().item(), is_dog.any(dim=1).float().mean().item()
+    return f"{top1:6.1%} {top5_share:6.1%} {mass:6.1%} {distinct:4d}"
 
 
 def run_check(args: argparse.Namespace) -> None:
@@ -107,7 +110,8 @@ def run_check(args: argparse.Namespace) -> None:
     random_net = network.EfficientNet.from_name(pretrained.MODEL_NAME, image_size=None).eval()
     models = variants(frontend, classifier, random_net)
     print(
-        f"{len(dog)} dog images, {len(other)} other images. Columns per group: share whose top-1 class is a dog breed,\n"
+        f"{len(dog)} dog images, {len(other)} other images. "
+        "Columns per group: share whose top-1 class is a dog breed,\n"
         "share with a dog breed among the top 5, mean probability on the dog breeds, distinct top-1 classes"
     )
     for size in (128, 224):

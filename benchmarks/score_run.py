@@ -119,7 +119,8 @@ def main() -> None:
     for run in args.runs:
         for row in score(run, strategies, args.split):
             print(
-                f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} "
+                f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} "
+                f"| {row.get('chrf', float('nan')):.2f} "
                 f"| {row['length_ratio']:.3f} | {row['repeats']} of {row['items']} | {row['seconds']:.0f} |"
             )
             signatures.update(row["signatures"])

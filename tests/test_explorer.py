@@ -137,7 +137,8 @@ def test_cli_writes_the_explorer_into_the_run_and_prints_its_path(trained_run, t
     assert zoo.load(trained_run).attention_explorer("the dog sees the cat") == path  # the same from Python
 
 
-# --------------------------------------------------------------------------- the page in Chromium (conftest's `chromium`)
+# --------------------------------------------------------------------------- the page in Chromium (conftest's
+# `chromium`)
 def open_page(browser, path):
     """The page at ``path`` once drawn, with the lists its console errors and requests go to."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})

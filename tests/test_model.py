@@ -40,7 +40,8 @@ def test_transformer_encoder_scores_with_the_runs_scorer():
 
 @pytest.mark.parametrize("encoder,decoder", [("transformer", "transformer"), ("transformer", "rnn")])
 def test_self_and_cross_attention_may_use_their_own_scorers(encoder, decoder):
-    """self_attention scores the encoder's (and a decoder's) self-attention, cross_attention the decoder's attention over the memory."""
+    """self_attention scores the encoder's (and a decoder's) self-attention, cross_attention the decoder's attention
+    over the memory."""
     cfg = config(encoder, decoder, attention="dot") | {
         "self_attention": default_config("attention", "general"),
         "cross_attention": default_config("attention", "additive"),

@@ -43,7 +43,8 @@ class BreaksAtStep(RNN):
     class Config(RNN.Config):
         at: int = 3
         # loss: NaN logits | gradients: finite logits, NaN gradients | update: the step's update leaves the output
-        # projection 1e30 times too large, yet finite (done at the next forward) | outputs: NaN evaluation logits after it
+        # projection 1e30 times too large, yet finite (done at the next forward) | outputs: NaN evaluation logits after
+        # it
         what: str = "loss"
 
     def __init__(self, cfg, **kwargs):

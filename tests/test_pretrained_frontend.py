@@ -1,4 +1,5 @@
-"""The ``pretrained`` frontend: EfficientNet-Lite0's grid as a sequence, frozen by default, its real weights, its errors."""
+"""The ``pretrained`` frontend: EfficientNet-Lite0's grid as a sequence, frozen by default, its real weights, its
+errors."""
 
 import subprocess
 import sys

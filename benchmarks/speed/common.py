@@ -21,7 +21,8 @@ import torch
 
 @dataclass
 class Context:
-    """What a measurement needs to know about the run: its device, whether it is a quick smoke run, and where to write."""
+    """What a measurement needs to know about the run: its device, whether it is a quick smoke run, and where
+    to write."""
 
     device: torch.device
     quick: bool
@@ -142,7 +143,8 @@ def token_model(cfg: dict, vocab: int, device: torch.device) -> torch.nn.Module:
 
 
 def ragged_ids(batch: int, length: int, vocab: int, shortest: int, seed: int = 0) -> torch.Tensor:
-    """(batch, length) random ids of real tokens (>= 4), each row of a random length in [shortest, length], PAD after."""
+    """(batch, length) random ids of real tokens (>= 4), each row of a random length in [shortest, length],
+    PAD after."""
     from zoo.contracts import PAD
 
     g = torch.Generator().manual_seed(seed)

@@ -194,10 +194,11 @@ def measure_cost_vs_length(ctx: Context) -> list[Row]:
         first, last = mine[0], mine[-1]
         rows.append(
             Row(
-                f"cost vs length, {encoder} encoder alone: one training step at length {last['length']} vs {first['length']} "
-                f"(equal tokens)",
+                f"cost vs length, {encoder} encoder alone: one training step at length {last['length']} "
+                f"vs {first['length']} (equal tokens)",
                 f"{last['seconds'] * 1e3:,.0f} ms, {last['memory_bytes'] / 2**20:,.0f} MiB",
-                f"{first['seconds'] * 1e3:,.0f} ms, {first['memory_bytes'] / 2**20:,.0f} MiB (length {first['length']})",
+                f"{first['seconds'] * 1e3:,.0f} ms, {first['memory_bytes'] / 2**20:,.0f} MiB "
+                f"(length {first['length']})",
                 last["seconds"] / first["seconds"],
                 "",
                 None,

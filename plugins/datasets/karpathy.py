@@ -261,7 +261,8 @@ class KarpathyDataset(Dataset):
 
 
 def image_problem(path: Path) -> tuple[str, str] | None:
-    """``None`` if Pillow can open ``path`` (only the header is read), else ``("missing", "")`` or ``("unreadable", why)``."""
+    """``None`` if Pillow can open ``path`` (only the header is read), else ``("missing", "")`` or ``("unreadable",
+    why)``."""
     if not path.is_file():
         return "missing", ""
     try:

@@ -291,7 +291,7 @@ def _three_things(things: list[tuple[tuple[str, str, str], tuple[int, int]]]) ->
     if captions:
         return captions
     # An L shape: the corner object shares its row with one object and its column with the other.
-    for corner, (kind, cell) in enumerate(things):
+    for kind, cell in things:  # noqa: B007 (the corner's kind is read after the loop)
         same_row = [t for t in things if t[1] != cell and t[1][0] == cell[0]]
         same_column = [t for t in things if t[1] != cell and t[1][1] == cell[1]]
         if same_row and same_column:

@@ -85,8 +85,8 @@ class RNNDecoder(Decoder):
     Built as ``RNNDecoder(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=cfg, posenc=cfg)``.
     ``forward(y_in (B, T), enc) -> DecoderOutput(logits (B, T, V), attention={"cross": (B, 1, T, S)})``
     (``attention`` is None with the ``none`` scorer). The cache is
-    ``{"h": (B, layers, hidden), "keys": (B, 1, S, ...) (the scorer's prepared keys), "c": (B, layers, hidden) (LSTM only),
-    "feed": (B, hidden) (Luong only)}``.
+    ``{"h": (B, layers, hidden), "keys": (B, 1, S, ...) (the scorer's prepared keys),
+    "c": (B, layers, hidden) (LSTM only), "feed": (B, hidden) (Luong only)}``.
     The initial state is ``tanh(W enc.state)`` for every layer (``bridge=learned``, as
     Bahdanau et al. (2015) initialise from the encoder) or zeros.
     """

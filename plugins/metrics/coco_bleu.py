@@ -50,7 +50,8 @@ class BleuStats:
 
 
 def bleu_stats(hypothesis: Sequence[str], references: Sequence[Sequence[str]], n: int) -> BleuStats:
-    """Clipped n-gram matches of one tokenised hypothesis against all its references, and the closest reference length."""
+    """Clipped n-gram matches of one tokenised hypothesis against all its references, and the closest reference
+    length."""
     counts = ngram_counts(hypothesis, n)
     most: dict[tuple, int] = {}
     for reference in references:

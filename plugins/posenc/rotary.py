@@ -11,7 +11,7 @@ from zoo.api import PositionalEncoding, above, register
 
 @register("posenc", "rotary")
 class RotaryPositionalEncoding(PositionalEncoding):
-    """RoPE: each pair of query/key channels is rotated by angle p * theta_i, so q . k depends on the offset only (Su et al., 2021).
+    """RoPE (Su et al., 2021): each query/key channel pair is rotated by angle p * theta_i; q . k sees offsets only.
 
     Built with the model width ``dim`` and ``heads``; it acts per head on
     ``head_dim = dim / heads`` channels, with theta_i = base^(-2i/head_dim). Channel i

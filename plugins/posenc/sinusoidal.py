@@ -11,7 +11,7 @@ from zoo.api import PositionalEncoding, above, register
 
 @register("posenc", "sinusoidal")
 class SinusoidalPositionalEncoding(PositionalEncoding):
-    """Fixed sinusoids added to the vectors: PE(p, 2i) = sin(p / base^(2i/D)), PE(p, 2i+1) = cos(...) (Vaswani et al., 2017).
+    """Fixed sinusoids added: PE(p, 2i) = sin(p / base^(2i/D)), PE(p, 2i+1) = cos(...) (Vaswani et al., 2017).
 
     Nothing is learned and any length works. The wavelengths grow geometrically
     from 2*pi to base*2*pi, so PE(p + k) is a fixed linear function (a rotation per

@@ -106,7 +106,8 @@ class TrainerConfig:
 @dataclass
 class DecodeConfig:
     strategy: Strategy = Strategy.greedy  # greedy | beam | sample (validation is always greedy)
-    beam_size: int = 5  # hypotheses kept per sentence by beam search; 1 keeps one (greedy's sequence, ranked with the length penalty)
+    # hypotheses kept per sentence by beam search; 1 keeps one (greedy's sequence, ranked with the length penalty)
+    beam_size: int = 5
     length_penalty: LengthPenalty = LengthPenalty.gnmt  # gnmt: ((5+len)/6)^alpha | average: mean log-probability
     alpha: float = 0.6  # gnmt length penalty exponent; 0 ranks by the summed log-probability
     temperature: float = 1.0  # sampling: logits are divided by it

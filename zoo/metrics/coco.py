@@ -247,7 +247,8 @@ def pycocoevalcap_dir() -> Path | None:
 
 
 def java_scorer_unavailable(metric: str, *needed: str) -> str | None:
-    """Why pycocoevalcap's Java scorer for ``metric`` cannot run here (``needed``: files inside the package), or None."""
+    """Why pycocoevalcap's Java scorer for ``metric`` cannot run here (``needed``: files inside the package),
+    or None."""
     package = pycocoevalcap_dir()
     if package is None:
         return f"{metric} runs pycocoevalcap's Java scorer: pip install pycocoevalcap (and install Java)"

@@ -29,8 +29,8 @@ class GridPositions(nn.Module):
     def forward(self, x: torch.Tensor, rows: int, columns: int) -> torch.Tensor:
         if rows > self.rows.shape[0] or columns > self.columns.shape[1]:
             raise ValueError(
-                f"a {rows}x{columns} grid is larger than the {self.rows.shape[0]}x{self.columns.shape[1]} this frontend "
-                "was built for; use the image size it was trained with"
+                f"a {rows}x{columns} grid is larger than the {self.rows.shape[0]}x{self.columns.shape[1]} "
+                "this frontend was built for; use the image size it was trained with"
             )
         cells = self.rows[:rows] + self.columns[:, :columns]  # (rows, columns, D)
         return x + cells.reshape(rows * columns, -1)
@@ -40,8 +40,8 @@ class GridProjection(nn.Module):
     """A feature map to the sequence an encoder reads: flatten row-major, project to ``dim``, add cell positions.
 
     ``forward(features (B, C, rows, columns)) -> (x (B, rows * columns, dim), mask (B, rows * columns))``,
-    the mask all True (every cell is real); :meth:`cells` does the same for a grid already flattened. ``positions=False`` leaves the
-    positions to a ``posenc`` or to nothing.
+    the mask all True (every cell is real); :meth:`cells` does the same for a grid already flattened.
+    ``positions=False`` leaves the positions to a ``posenc`` or to nothing.
     """
 
     def __init__(self, channels: int, dim: int, rows: int, columns: int, positions: bool, dropout: float) -> None:

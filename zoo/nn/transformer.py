@@ -106,7 +106,8 @@ class Residual(nn.Module):
 
 
 class FeedForward(nn.Sequential):
-    """Position-wise feed-forward sublayer: Linear(d_model, ff_dim) -> activation -> dropout -> Linear(ff_dim, d_model)."""
+    """Position-wise feed-forward sublayer: Linear(d_model, ff_dim) -> activation -> dropout -> Linear(ff_dim,
+    d_model)."""
 
     def __init__(self, cfg: TransformerLayout) -> None:
         super().__init__(

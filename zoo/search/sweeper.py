@@ -111,7 +111,7 @@ class Search:
             studies = [self.study(base, combination) for combination in combinations]
         except ZooError as error:
             report(error)
-            raise SystemExit(1)
+            raise SystemExit(1) from None
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as Hydra's sweepers do: the sweep's own config
         self.storage = optuna.storages.RDBStorage(self.storage_url or f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}")
@@ -267,13 +267,14 @@ class Search:
 
     def job_number(self, stored: Any, key: str, cfg: DictConfig) -> int:
         """The job number recorded for ``key`` when its directory can still be resumed, else a new one."""
+        from zoo.config.schema import ResumeMode
         from zoo.training.rundir import RunDirRefused, check_run_dir
 
         attr = f"job/{key}"
         number = stored.user_attrs.get(attr)
         if number is not None:
             try:
-                check_run_dir(job_dir(cfg, number), resume_mode="auto")
+                check_run_dir(job_dir(cfg, number), mode=ResumeMode.auto)
                 return number
             except RunDirRefused:  # it stopped before its first checkpoint: a new directory
                 pass
