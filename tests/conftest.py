@@ -153,24 +153,29 @@ def train_finished_run(work: Path) -> Path:
     return work / "run"
 
 
+def write_plugin_folder(folder: Path) -> Path:
+    """A plugin folder with the README's `distance` scorer and a third party's `sorting` task (its own kind of
+    source, its dataset and frontend: tests/test_third_party_plugin.py)."""
+    from test_readme import fenced_block_after
+    from test_third_party_plugin import NUMBERS_PLUGIN
+
+    folder.mkdir(parents=True)
+    (folder / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
+    (folder / "sorting.py").write_text(NUMBERS_PLUGIN)
+    return folder
+
+
 def train_plugin_run(work: Path) -> Path:
-    """A tiny run in ``work/run`` trained with the README's folder plugin (the `distance` scorer), whose plugin
-    folder is gone since."""
+    """A tiny run in ``work/run`` of the folder plugins' `sorting` task attending with their `distance` scorer,
+    whose plugin folder is gone since."""
     import shutil
 
-    from test_readme import fenced_block_after
-
-    (work / "my_plugins").mkdir(parents=True)
-    (work / "my_plugins" / "distance.py").write_text(
-        fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->")
-    )
+    write_plugin_folder(work / "my_plugins")
     fork_zoo(
         "train",
         *TINY,
-        "dataset.train_size=64",
-        "dataset.val_size=8",
-        "dataset.test_size=8",
         "plugin_dirs=[my_plugins]",
+        "task=sorting",
         "attention=distance",
         f"hydra.run.dir={work / 'run'}",
         cwd=work,

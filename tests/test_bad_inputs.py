@@ -192,8 +192,8 @@ CASES = [
     Case("checkpoint", ["translate", "{run}", "--checkpoint", "gone.ckpt", "ein satz"], "gone.ckpt"),
     Case(
         "checkpoint",
-        ["translate", "run", "ein satz"],
-        "distance",
+        ["predict", "run", "3 1 2"],
+        "sorting",
         copy="plugin_run",
         files=lambda here: shutil.rmtree(here / "run" / "plugins"),
     ),

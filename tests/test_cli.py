@@ -237,7 +237,7 @@ def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path
     from zoo.config.sections import DecodeConfig
 
     with pytest.raises(SystemExit) as done:
-        predict.translate(["--help"], "")
+        predict.use("translate", ["--help"], "")
     helptext = capsys.readouterr().out
     assert done.value.code == 0 and "--decode" in helptext
     for field in dataclasses.fields(DecodeConfig):

@@ -277,3 +277,27 @@ def test_the_dashboard_says_on_its_page_what_it_cannot_read(tmp_path):
         server.server_close()
     page = answer.value.read().decode()
     assert answer.value.code == 500 and "zoo: error: no such file or folder" in page and 'content="7"' in page
+
+
+def test_the_tasks_breakdowns_are_columns_named_as_the_task_named_them(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
+    sorting = {"exact_by_length": {"1-3": {"exact": 80.0, "count": 4}, "4-6": {"exact": 25.0, "count": 4}}}
+    write(tmp_path / "b", {**summary("lstm", {"bleu": 20.0}), "breakdowns": sorting})
+    board = Leaderboard(find_runs([tmp_path]))
+    header = board.header()
+    assert header[-5:-1] == ["bleu_by_length bleu 1-10", "bleu_by_length bleu 11-20", "exact_by_length exact 1-3",
+                             "exact_by_length exact 4-6"]  # fmt: skip
+    rows = {row[0]: row for row in board.rows()}
+    assert rows["encoder=lstm"][-3:-1] == ["80.0", "25.0"] and rows["encoder=gru"][-3:-1] == ["", ""]
+    listed = json.loads(board.json())["rows"]
+    assert listed[1]["breakdowns"]["exact_by_length"]["1-3"]["exact"]["mean"] == 80.0
+    alone = Leaderboard(find_runs([tmp_path / "b"]))
+    assert alone.header()[-3:-1] == ["exact 1-3", "exact 4-6"], "one breakdown: its scores and buckets say enough"
+
+
+def test_settings_that_look_like_markup_are_printed_as_they_are(tmp_path):
+    """A run's plugin_dirs=[/abs/folder] once crashed the table: rich read it as a closing markup tag."""
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0}), config={"encoder": {"name": "gru"}, "plugin_dirs": []})
+    mine = {"encoder": {"name": "gru"}, "plugin_dirs": ["/abs/my_plugins"]}
+    write(tmp_path / "b", {**summary("gru", {"bleu": 20.0}), "config_key": "other"}, config=mine)
+    assert "plugin_dirs=[/abs/my_plugins]" in compare([tmp_path], by=["plugin_dirs"])

@@ -99,7 +99,7 @@ def test_fused_and_explicit_gradients_agree_with_a_learned_bias():
 
 def test_heads_must_divide_d_model():
     with pytest.raises(ValueError, match="not divisible by heads=3"):
-        MultiHeadAttention(16, 3)
+        MultiHeadAttention(16, 3, "scaled_dot")
 
 
 def test_other_scorers_take_the_explicit_path():
@@ -284,7 +284,7 @@ def test_parameter_free_attention_mixes_the_vectors_themselves():
 )
 def test_layouts_that_cannot_work_are_errors(options, message):
     with pytest.raises(ValueError, match=message):
-        MultiHeadAttention(D, H, **options)
+        MultiHeadAttention(D, H, "scaled_dot", **options)
 
 
 def test_a_cache_out_of_step_is_an_error():

@@ -68,6 +68,146 @@ class BagOfVectors(Encoder):
 # Both in one module, as a third party might ship them.
 PLUGIN = SCORER_PLUGIN + ENCODER_PLUGIN
 
+# A task with a kind of source zoo has never seen (lists of whole numbers, to be written out sorted), with its
+# dataset and frontend: it trains, compares, reports and predicts through zoo.api alone (conftest.plugin_run).
+NUMBERS_PLUGIN = '''
+"""The ``sorting`` task: a list of whole numbers in, the same numbers in order out."""
+import random
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from zoo.api import (
+    PAD,
+    SPECIAL_TOKENS,
+    Dataset,
+    Frontend,
+    Item,
+    PredictCommand,
+    SourceDescription,
+    Task,
+    TaskError,
+    load_tokenizer,
+    pad,
+    register,
+    save_tokenizer,
+    tokenizer_path,
+    train_tokenizer,
+)
+
+LARGEST = 9  # numbers run from 0 to LARGEST; number n is source id len(SPECIAL_TOKENS) + n
+
+
+@register("dataset", "number_lists")
+class NumberLists(Dataset):
+    """Random lists of 1-6 numbers; the reference is the list sorted."""
+
+    source_kind = "numbers"
+
+    @dataclass
+    class Config:
+        train_size: int = 200
+        val_size: int = 20
+        test_size: int = 20
+        seed: int = 0
+
+    def splits(self):
+        rng = random.Random(self.cfg.seed)
+        sizes = {"train": self.cfg.train_size, "val": self.cfg.val_size, "test": self.cfg.test_size}
+        lists = {split: [[rng.randint(0, LARGEST) for _ in range(rng.randint(1, 6))] for _ in range(size)]
+                 for split, size in sizes.items()}
+        return {split: [Item(f"{split}-{k}", numbers, (" ".join(map(str, sorted(numbers))),))
+                        for k, numbers in enumerate(rows)] for split, rows in lists.items()}
+
+
+@register("frontend", "numbers")
+class NumberEmbedding(Frontend):
+    """One learned vector per number."""
+
+    source_kind = "numbers"
+
+    @dataclass
+    class Config:
+        dim: int | None = None  # null: the encoder's width
+
+    def __init__(self, cfg, source):
+        super().__init__()
+        self.output_dim = cfg.dim
+        self.embedding = nn.Embedding(source.vocab_size, cfg.dim, padding_idx=PAD)
+
+    def forward(self, source):
+        return self.embedding(source), source != PAD
+
+    @classmethod
+    def example_source(cls, batch):
+        ids = torch.randint(len(SPECIAL_TOKENS), len(SPECIAL_TOKENS) + LARGEST + 1, (batch, 5))
+        return SourceDescription("numbers", vocab_size=len(SPECIAL_TOKENS) + LARGEST + 1), ids, None
+
+
+@register("task", "sorting")
+class Sorting(Task):
+    """Sort a list of whole numbers; exact matches by list length."""
+
+    source_kind = "numbers"
+    frontend_kinds = ("numbers",)
+    default_metrics = ("chrf",)
+    default_monitor = "chrf"
+    component_defaults = {"dataset": "number_lists", "frontend": "numbers"}
+    command = PredictCommand("sort", "sort lists of whole numbers with a sorting run", input="list")
+
+    @dataclass
+    class Config:
+        slack: int = 2  # an output may have this many tokens more than its list
+
+    def fit(self, train):
+        self.target_tokenizer = train_tokenizer(self.tokenizer_cfg, (ref for item in train for ref in item.references))
+
+    def save(self, run_dir):
+        save_tokenizer(self.target_tokenizer, tokenizer_path(run_dir, "target"))
+
+    def saved(self, run_dir):
+        return tokenizer_path(run_dir, "target").is_file()
+
+    def load(self, run_dir):
+        self.target_tokenizer = load_tokenizer(self.tokenizer_cfg, tokenizer_path(run_dir, "target"))
+
+    def source_description(self):
+        return SourceDescription("numbers", vocab_size=len(SPECIAL_TOKENS) + LARGEST + 1)
+
+    def read_input(self, text):
+        words = text.split()
+        if not all(word.isdigit() and int(word) <= LARGEST for word in words):
+            raise TaskError(f"{text.strip()!r} is not a list of whole numbers from 0 to {LARGEST}; space them")
+        return [int(word) for word in words]
+
+    def encode_sources(self, sources):
+        return [[len(SPECIAL_TOKENS) + n for n in numbers] for numbers in sources]
+
+    def source_size(self, encoded):
+        return len(encoded)
+
+    def collate_sources(self, encoded):
+        return pad(encoded)
+
+    def source_labels(self, encoded):
+        return [str(i - len(SPECIAL_TOKENS)) for i in encoded]
+
+    def output_limit(self, source):
+        return (source != PAD).sum(1) + self.cfg.slack
+
+    def describe_source(self, item):
+        return " ".join(map(str, item.source))
+
+    def breakdowns(self, items, hypotheses):
+        counts = {}
+        for item, hypothesis in zip(items, hypotheses):
+            bucket = "1-3" if len(item.source) <= 3 else "4-6"
+            exact, total = counts.get(bucket, (0, 0))
+            counts[bucket] = (exact + (hypothesis in item.references), total + 1)
+        return {"exact_by_length": {b: {"exact": 100 * e / n, "count": n} for b, (e, n) in sorted(counts.items())}}
+'''
+
 BROKEN = "raise RuntimeError('boom')\n"
 
 
@@ -154,3 +294,30 @@ def test_broken_folder_plugin_names_its_file(tmp_path):
 def test_missing_plugin_folder_is_a_clear_error(tmp_path):
     proc = fork_zoo("list", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(tmp_path / "nope")}, check=False)
     assert proc.returncode == 1 and "does not exist" in proc.stderr
+
+
+def test_a_task_with_its_own_kind_of_source_trains_compares_reports_and_predicts(plugin_run, tmp_path):
+    """conftest.plugin_run trained the folder plugins' `sorting` task (numbers in, numbers sorted out): nothing
+    in zoo names it, its source kind, its breakdown or its command."""
+    summary = json.loads((plugin_run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["task"] == "sorting"
+    assert set(summary["breakdowns"]["exact_by_length"]) <= {"1-3", "4-6"}
+
+    table = fork_zoo("compare", str(plugin_run), "--html", str(tmp_path / "report.html"), cwd=tmp_path).stdout
+    assert "exact 1-3" in table and "chrf" in table
+    assert "exact by length" in (tmp_path / "report.html").read_text()
+
+    predicted = fork_zoo("predict", str(plugin_run), "3 1 2", "two one", cwd=tmp_path, check=False)
+    assert predicted.returncode == 1 and len(predicted.stdout.splitlines()) == 2
+    assert predicted.stdout.splitlines()[1] == "" and predicted.stderr.startswith(
+        "zoo: error: command-line list 2: 'two one' is not a list of whole numbers from 0 to 9; space them"
+    )
+    # Its own command, found through the run's copy of the plugin folder (the folder itself is gone).
+    sorted_ = fork_zoo("sort", str(plugin_run), cwd=tmp_path, stdin="5 4\n\n7 7 1\n").stdout.split("\n")
+    assert len(sorted_) == 4 and sorted_[1] == "" and sorted_[0] and sorted_[2]
+    refused = fork_zoo("translate", str(plugin_run), "5 4", cwd=tmp_path, check=False)
+    assert refused.returncode == 1 and "reads numbers sources, not text; use zoo sort with it" in refused.stderr
+
+    import zoo
+
+    assert zoo.load(plugin_run).sort(["5 4"]) == sorted_[:1], "from Python under the task's command name too"

@@ -15,7 +15,8 @@ The bases, one per kind (``zoo list`` shows the kinds)
     :class:`Frontend`, :class:`Encoder`, :class:`Decoder`, :class:`Scorer`,
     :class:`PositionalEncoding`; what they exchange: :class:`Item`,
     :class:`ImageSource`, :class:`SourceDescription`, :class:`EncoderOutput`,
-    :class:`DecoderOutput`; the special tokens (:data:`PAD` ...) and :data:`SPLITS`.
+    :class:`DecoderOutput`; the special tokens (:data:`PAD` ...) and :data:`SPLITS`; a task's
+    :class:`PredictCommand` (the ``zoo NAME RUN ...`` command its runs are used with).
 
 Config checks (called from a ``Config.__post_init__``, so a bad value stops at composition)
     :func:`at_least`, :func:`above`, :func:`positive`, :func:`between`,
@@ -35,7 +36,8 @@ Shared layers (``zoo.nn``; one implementation each, so families differ only wher
 Data helpers
     tokenizers (:class:`HFTokenizer`, :func:`train_tokenizer`, :func:`save_tokenizer`,
     :func:`load_tokenizer`, :func:`tokenizer_path`, :func:`token_labels`), images
-    (:class:`ImageStore`, :class:`Fit`, :func:`as_image`, :func:`to_float`), image
+    (:class:`ImageStore`, :class:`Fit`, :func:`as_image`, :func:`to_float`,
+    :func:`names_image_file`: a prediction input that names an image file), image
     features (:class:`FeatureTable`, :func:`load_features`), :func:`pad` and
     :func:`max_output_len`.
 
@@ -83,6 +85,7 @@ from zoo.contracts import (
     Item,
     Metric,
     PositionalEncoding,
+    PredictCommand,
     Scorer,
     SourceDescription,
     Task,
@@ -96,6 +99,7 @@ from zoo.data.text import load_tokenizer, save_tokenizer, token_labels, tokenize
 from zoo.data.tokenization import HFTokenizer
 from zoo.decoding import max_output_len
 from zoo.errors import ZooError
+from zoo.inference.inputs import names_image_file
 from zoo.metrics import bleu_by_source_length, reference_streams
 from zoo.metrics.coco import (
     JavaScorer,
@@ -118,7 +122,7 @@ __all__ = [
     "register", "build", "get",
     # the bases and what they exchange
     "Tokenizer", "Dataset", "Task", "Metric", "Frontend", "Encoder", "Decoder", "Scorer", "PositionalEncoding",
-    "Item", "ImageSource", "SourceDescription", "EncoderOutput", "DecoderOutput",
+    "Item", "ImageSource", "SourceDescription", "EncoderOutput", "DecoderOutput", "PredictCommand",
     "BOS", "EOS", "PAD", "UNK", "SPECIAL_TOKENS", "SPLITS",
     # config checks and errors
     "at_least", "above", "positive", "between", "in_unit_interval", "fraction", "multiple_of", "no_wider_than",
@@ -129,6 +133,7 @@ __all__ = [
     # data helpers
     "HFTokenizer", "train_tokenizer", "save_tokenizer", "load_tokenizer", "tokenizer_path", "token_labels",
     "ImageStore", "Fit", "as_image", "to_float", "FeatureTable", "load_features", "pad", "max_output_len",
+    "names_image_file",
     # metric helpers
     "tokenize_corpus", "ngram_counts", "signature", "MeanOfItems", "JavaScorer", "MetricUnavailableError",
     "java_scorer_unavailable", "reference_streams", "bleu_by_source_length",

@@ -118,6 +118,19 @@ class TransformerDecoder(Decoder):
                 )
 
     uses_self_scorer = True  # its self-attention may score with another scorer than its cross-attention
+    # kv_layout=mha|gqa|mqa|mla: the key/value layout in one word. Only the decoder's is set: it alone caches keys
+    # and values while generating, as in Ainslie et al. (2023), who leave the encoder multi-head
+    # (encoder.kv_heads=... sets the encoder's). Compared by experiment=compare_kv.
+    presets = {
+        "kv_layout": {
+            "mha": {"kv_heads": None, "kv_latent_dim": None},  # Vaswani et al. (2017): a key/value head per query head
+            "gqa": {"kv_heads": 2, "kv_latent_dim": None},  # Ainslie et al. (2023): 2 key/value heads, each shared
+            "mqa": {"kv_heads": 1, "kv_latent_dim": None},  # Shazeer (2019): one key/value head for every query head
+            # DeepSeek-V2 (2024): a 32-wide latent is cached and decompressed into every head's keys and values,
+            # 32 numbers per token and layer against 256 for multi-head attention's at d_model=128
+            "mla": {"kv_heads": None, "kv_latent_dim": 32},
+        }
+    }
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from zoo.api import (
     ImageSource,
     ImageStore,
     Item,
+    PredictCommand,
     SourceDescription,
     Task,
     TaskError,
@@ -75,6 +76,14 @@ class CaptioningTask(Task):
     default_metrics = ("bleu1", "bleu2", "bleu3", "bleu4", "cider_d", "rouge_l")
     default_monitor = "cider_d"
     component_defaults = {"dataset": "scenes", "frontend": "cnn", "encoder": "identity"}
+    command = PredictCommand(
+        "caption",
+        "caption image files (one FILE<TAB>CAPTION line each) with a captioning run's checkpoint",
+        input="image",
+        output="caption",
+        echo=True,
+    )
+    attention_view = "image"  # each word's attention laid over the image, as Show, Attend and Tell drew it
 
     @dataclass
     class Config:

@@ -15,12 +15,15 @@ from zoo.api import (
     UNK,
     ConfigError,
     Item,
+    PredictCommand,
     SourceDescription,
     Task,
+    TaskError,
     at_least,
     bleu_by_source_length,
     load_tokenizer,
     max_output_len,
+    names_image_file,
     pad,
     positive,
     register,
@@ -45,6 +48,11 @@ class TranslationTask(Task):
     source_kind = "text"
     default_metrics = ("bleu", "chrf")
     default_monitor = "bleu"
+    command = PredictCommand(
+        "translate",
+        "translate sentences (arguments, or stdin: one output line per input line) with a run's checkpoint",
+        input="sentence",
+    )
 
     @dataclass
     class Config:
@@ -97,6 +105,16 @@ class TranslationTask(Task):
         return SourceDescription("tokens", vocab_size=self.source_tokenizer.vocab_size)
 
     # ------------------------------------------------------------------ sources
+    def read_input(self, text: str) -> str:
+        """The sentence itself; the name of an image file is a mistake worth saying (zoo caption reads those)."""
+        if names_image_file(text):
+            name = text.strip()
+            raise TaskError(
+                f"the text names an image file ({name}), but a translation run reads text, not images; "
+                f"caption images with a captioning run (zoo caption RUN {name})"
+            )
+        return text
+
     def encode_sources(self, sources: Sequence[str]) -> list[list[int]]:
         return [ids or [UNK] for ids in self.source_tokenizer.encode(list(sources))]
 

@@ -1,11 +1,14 @@
-"""The ``zoo`` command: train (Hydra), list, translate, caption, attention, features, compare, dashboard."""
+"""The ``zoo`` command: train (Hydra), list, predict, attention, features, compare, dashboard, and the command each
+registered task declares for its runs (``translate``, ``caption``: :class:`zoo.contracts.PredictCommand`)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
 import sys
+from pathlib import Path
 
 from zoo.cli.signals import CommandInterrupted, stopped_by_signals
 from zoo.config.suggest import did_you_mean, with_hint
@@ -18,13 +21,9 @@ COMMANDS = {
         "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)",
     ),
     "list": ("catalogue:run", "list registered components with their config fields"),
-    "translate": (
-        "predict:translate",
-        "translate sentences (arguments, or stdin: one output line per input line) with a run's checkpoint",
-    ),
-    "caption": (
-        "predict:caption",
-        "caption image files (one FILE<TAB>CAPTION line each) with a captioning run's checkpoint",
+    "predict": (
+        "predict:predict",
+        "use a run on inputs (arguments, or stdin: one output line per input line) as its task reads them",
     ),
     "attention": (
         "predict:attention",
@@ -49,9 +48,36 @@ def version() -> str:
         return __version__
 
 
+def task_commands() -> dict[str, tuple[str, str]]:
+    """The commands the registered tasks declare, as :data:`COMMANDS` entries (zoo's own names win)."""
+    from zoo.inference.predictor import prediction_commands
+    from zoo.registry.discovery import discover
+
+    discover()
+    return {
+        name: ("predict:use", tasks[0].command.summary)
+        for name, tasks in prediction_commands().items()
+        if name not in COMMANDS
+    }
+
+
+def all_commands(run_dir: str | None = None) -> dict[str, tuple[str, str]]:
+    """zoo's own commands with the tasks' after ``predict``; with ``run_dir`` (a run directory) also the command
+    of its task, whose plugin folder the run alone may record."""
+    if run_dir is not None and os.path.isfile(os.path.join(run_dir, "config.yaml")):
+        from zoo.config.files import load_yaml
+        from zoo.training.provenance import load_run_plugins
+
+        load_run_plugins(Path(run_dir), load_yaml(Path(run_dir) / "config.yaml"))
+    names = list(COMMANDS)
+    cut = names.index("predict") + 1
+    return {name: COMMANDS[name] for name in names[:cut]} | task_commands() | {n: COMMANDS[n] for n in names[cut:]}
+
+
 def usage() -> str:
-    text = "usage: zoo [--verbose] {" + ",".join(COMMANDS) + "} ...  |  zoo --version\n\n"
-    text += "\n".join(f"  {name:<10} {text}" for name, (_, text) in COMMANDS.items())
+    commands = all_commands()
+    text = "usage: zoo [--verbose] {" + ",".join(commands) + "} ...  |  zoo --version\n\n"
+    text += "\n".join(f"  {name:<10} {text}" for name, (_, text) in commands.items())
     return text + "\n\n  --verbose  print the traceback behind an error (also ZOO_VERBOSE=1 or HYDRA_FULL_ERROR=1)"
 
 
@@ -59,13 +85,13 @@ def usage() -> str:
 FLAGS = ("--help", "--verbose", "--version")
 
 
-def unknown_command(name: str) -> str:
+def unknown_command(name: str, commands: dict[str, tuple[str, str]]) -> str:
     """The line for a first argument that is neither a command nor one of zoo's flags, with the closest."""
-    known = FLAGS if name.startswith("-") else COMMANDS
+    known = FLAGS if name.startswith("-") else commands
     return with_hint(
         f"unknown {'option' if name.startswith('-') else 'command'} '{name}'",
         did_you_mean(name, known),
-        f"commands: {', '.join(COMMANDS)}; options: {', '.join(FLAGS)} (zoo --help describes them)",
+        f"commands: {', '.join(commands)}; options: {', '.join(FLAGS)} (zoo --help describes them)",
     )
 
 
@@ -77,16 +103,23 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] in ("-v", "--verbose"):
         os.environ[VERBOSE_VARIABLE] = "1"  # inherited by DDP ranks and sweep workers
         argv = argv[1:]
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage(), file=sys.stdout if argv else sys.stderr)
-        raise SystemExit(0 if argv else 2)
-    if argv[0] not in COMMANDS:
-        print(f"zoo: error: {unknown_command(argv[0])}", file=sys.stderr)
+    try:  # the tasks' commands are known once the plugins are imported, and a broken plugin is one line
+        if not argv or argv[0] in ("-h", "--help"):
+            print(usage(), file=sys.stdout if argv else sys.stderr)
+            raise SystemExit(0 if argv else 2)
+        command, rest = argv[0], argv[1:]
+        commands = COMMANDS if command in COMMANDS else all_commands(rest[0] if rest else None)
+    except ZooError as error:
+        report(error)
+        raise SystemExit(1) from None
+    if command not in commands:
+        print(f"zoo: error: {unknown_command(command, commands)}", file=sys.stderr)
         raise SystemExit(2)
-    command, rest = argv[0], argv[1:]
-    target, description = COMMANDS[command]
+    target, description = commands[command]
     module_name, function_name = target.split(":")
     function = getattr(importlib.import_module(f"zoo.cli.{module_name}"), function_name)
+    if command not in COMMANDS:  # a task's command: the same code for every task, told its name
+        function = functools.partial(function, command)
     try:
         with stopped_by_signals(command):
             function(rest, description)

@@ -74,12 +74,17 @@ def extract(cfg):
     """The backbone grid of every image of every split, keyed by the image's key."""
     from zoo.data.datamodule import build_task
     from zoo.data.features import FeatureTable
-    from zoo.registry import build
+    from zoo.registry import build, get
 
-    task = build_task(cfg)
-    if task.source_kind != "image" or task.reads_features:
+    if not get("frontend", cfg.frontend.name).cls.feature_dim:
         raise FeatureCommandError(
-            "zoo features needs a captioning task with an image frontend such as frontend=pretrained"
+            f"frontend '{cfg.frontend.name}' has no backbone to extract features with; use frontend=pretrained"
+        )
+    task = build_task(cfg)
+    if task.reads_features:
+        raise FeatureCommandError(
+            f"task {cfg.task.name} already reads precomputed features here (task.features); zoo features runs "
+            "a backbone over the sources themselves: drop task.features and choose frontend=pretrained"
         )
     images = list(
         {
@@ -88,10 +93,6 @@ def extract(cfg):
     )
     description = task.source_description()
     frontend = build("frontend", {**cfg.frontend, "dim": cfg.frontend.dim or 1}, source=description).eval()
-    if not frontend.feature_dim:
-        raise FeatureCommandError(
-            f"frontend '{cfg.frontend.name}' has no backbone to extract features with; use frontend=pretrained"
-        )
     features: dict[str, torch.Tensor] = {}
     for start in range(0, len(images), CHUNK):
         chunk = images[start : start + CHUNK]

@@ -1,9 +1,12 @@
-"""``zoo translate``, ``zoo caption`` and ``zoo attention``: use a finished run.
+"""``zoo predict``, each task's own command (``zoo translate``, ``zoo caption``) and ``zoo attention``: use a
+finished run.
 
-``translate`` and ``caption`` are made to be scripted: one output line per input,
-in order (an empty input line gives an empty output line), options anywhere on the
-line, and every field of :class:`~zoo.config.sections.DecodeConfig` as an option
-(``--beam-size``, ``--top-p``, ...), checked by the config's own checks.
+A task declares its command (:class:`~zoo.contracts.PredictCommand`) and how it reads
+one input from a line of text (:meth:`~zoo.contracts.Task.read_input`), so the
+commands are the same code for every task. They are made to be scripted: one output
+line per input, in order (a blank input line gives a blank output line), options
+anywhere on the line, and every field of :class:`~zoo.config.sections.DecodeConfig`
+as an option (``--beam-size``, ``--top-p``, ...), checked by the config's own checks.
 
 An input that cannot be used does not cost the others: its output line is empty,
 one ``zoo: error:`` line on stderr names it (``stdin line 3: the text is not valid
@@ -215,60 +218,63 @@ def _exit_if_refused(refused: int) -> None:
         raise SystemExit(1)
 
 
-def translate(args: list[str], description: str) -> None:
-    parser = _parser("translate", description)
+def declared_command(name: str) -> Any:
+    """The PredictCommand a registered task declares under ``name`` (``predict``: a generic one, for any run)."""
+    from zoo.contracts import PredictCommand
+    from zoo.inference.predictor import prediction_commands
+
+    tasks = prediction_commands().get(name)
+    return tasks[0].command if tasks else PredictCommand("predict", "", input="input")
+
+
+def predict(args: list[str], description: str) -> None:
+    """``zoo predict RUN INPUT...``: any run, its inputs read as its task reads them."""
+    use("predict", args, description)
+
+
+def use(name: str, args: list[str], description: str) -> None:
+    """``zoo NAME RUN [INPUT...]`` for a command a task declares (``translate``, ``caption``) or ``predict``: one
+    output line per input, from the arguments or else from every stdin line; a blank input gives a blank line."""
+    declared = declared_command(name)
+    parser = _parser(name, description)
     parser.add_argument(
-        "sentences",
+        "inputs",
         nargs="*",
-        help="sentences to translate; none: every stdin line (an empty line gives an empty line)",
+        metavar=declared.input.upper(),
+        help=f"{declared.input}s, one output line each; none: every stdin line (a blank line gives a blank line)",
     )
     _add_run_options(parser)
     opts = parser.parse_intermixed_args(args)
     predictor, decode = _load(opts)
-    predictor.expect_sources("text", "translate", "caption")
-    if opts.sentences:
-        inputs = _numbered("command-line sentence", opts.sentences)
+    predictor.expect_command(name)
+    command = predictor.task.command or declared
+    if opts.inputs:
+        inputs = _numbered(f"command-line {command.input}", opts.inputs)
     else:
         inputs = _numbered("stdin line", _stdin_lines())
     answered = refused = 0
     for batch in _batches(inputs, opts.batch_size):
-        texts = [text for _, text in batch if text.strip()]  # the model never sees an empty input
+        texts = [text for _, text in batch if text.strip()]  # the model never sees a blank input
         outputs = predictor.predictions(texts, opts.batch_size, **decode)
-        refused += _print_results(
-            (("", where, next(outputs) if text.strip() else "") for where, text in batch), "its output line is empty"
-        )
+        results = []
+        for where, text in batch:
+            head = f"{text}\t" if command.echo and text.strip() else ""
+            results.append((head, "" if command.echo else where, next(outputs) if text.strip() else ""))
+        refused += _print_results(results, f"its {command.output} is empty")
         answered += len(batch)
     if not answered:
         from zoo.inference import InputError
 
         raise InputError(
-            "stdin is empty: nothing to translate; give sentences as arguments (zoo translate RUN "
-            "'a sentence') or one per line on stdin (zoo translate RUN < FILE)"
-        )
-    _exit_if_refused(refused)
-
-
-def caption(args: list[str], description: str) -> None:
-    parser = _parser("caption", description)
-    parser.add_argument(
-        "images", nargs="+", help="image files (any format Pillow reads); prints one FILE<TAB>CAPTION line each"
-    )
-    _add_run_options(parser)
-    opts = parser.parse_intermixed_args(args)
-    predictor, decode = _load(opts)
-    predictor.expect_sources("image", "caption", "translate")
-    refused = 0
-    for batch in _batches(opts.images, opts.batch_size):
-        outputs = predictor.predictions(batch, opts.batch_size, **decode)
-        refused += _print_results(
-            ((f"{image}\t", "", output) for image, output in zip(batch, outputs)), "its caption is empty"
+            f"stdin is empty: nothing to {name}; give {command.input}s as arguments "
+            f"(zoo {name} RUN {command.input.upper()}...) or one per line on stdin (zoo {name} RUN < FILE)"
         )
     _exit_if_refused(refused)
 
 
 def attention(args: list[str], description: str) -> None:
     parser = _parser("attention", description)
-    parser.add_argument("sentence", help="a sentence for a translation run, an image file for a captioning run")
+    parser.add_argument("sentence", help="one input as the run's task reads it: a sentence, an image file, ...")
     parser.add_argument(
         "--html",
         action="store_true",

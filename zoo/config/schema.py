@@ -23,16 +23,15 @@ from zoo.config.checks import Choice, ConfigError
 from zoo.config.overrides import fields_shown
 from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
 from zoo.config.suggest import close_matches, with_hint
-from zoo.registry.entries import get
+from zoo.registry.entries import PRESETS_CONFIG, get
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
-#: Config groups that are not component kinds: presets of plain sections, composed after the kinds.
-#: ``kv_layout`` (null unless chosen) sets the Transformer encoder's and decoder's key/value layout.
+#: Config groups that are not component kinds: presets of plain sections, composed after the kinds. (A component's
+#: own presets, such as the Transformer decoder's ``kv_layout``, come with it: ``presets`` in zoo.contracts.)
 PRESET_GROUPS = {
     "trainer": "cpu",
     "logger": "csv",
     "paths": "default",
-    "kv_layout": None,
     "search": None,
     "model": None,
 }
@@ -54,7 +53,7 @@ def defaults_list() -> list[Any]:
     """
     kinds = sorted(GROUP_KINDS, key=lambda kind: kind.chooses_defaults)  # stable: declared order otherwise
     groups = {kind.name: kind.default for kind in kinds} | dict.fromkeys(OPTIONAL_GROUPS) | PRESET_GROUPS
-    return ["_self_", *({group: choice} for group, choice in groups.items()), {"experiment": None}]
+    return ["_self_", *({group: choice} for group, choice in groups.items()), PRESETS_CONFIG, {"experiment": None}]
 
 
 def section(cfg: Any, group: str) -> Any:

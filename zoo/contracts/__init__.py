@@ -27,7 +27,7 @@ from zoo.contracts.model import (
     PositionalEncoding,
     Scorer,
 )
-from zoo.contracts.task import Task
+from zoo.contracts.task import PredictCommand, Task
 
 __all__ = [
     "BOS",
@@ -43,6 +43,7 @@ __all__ = [
     "Tokenizer",
     "Metric",
     "Task",
+    "PredictCommand",
     "Decoder",
     "DecoderOutput",
     "Encoder",

@@ -102,6 +102,9 @@ class Scorer(nn.Module):
     #: True when the formula compares q and k directly (dot, cosine): an RNN decoder
     #: then projects its memory to the query size first.
     needs_equal_dims: bool = False
+    #: True when the score is exactly q . k / sqrt(d) with no parameters: multi-head attention may then
+    #: compute it with torch's fused scaled_dot_product_attention instead of calling the scorer.
+    fused_sdpa: bool = False
 
     def check_dims(self, query_dim: int, key_dim: int) -> None:
         """Raise a clear error when a scorer with ``needs_equal_dims`` is given unequal sizes."""
@@ -176,6 +179,10 @@ class Decoder(nn.Module):
     """
 
     uses_self_scorer: bool = False
+    #: Config groups of presets ({group: {choice: {field: value}}}) that set some of this decoder's fields in one
+    #: word, chosen as ``group=choice`` (the Transformer's ``kv_layout=gqa``); they ship with the plugin, so a
+    #: component's shorthands need no file in zoo's own config folder. Any component may declare them.
+    presets: dict[str, dict[str, dict[str, Any]]] = {}
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         raise NotImplementedError

@@ -9,6 +9,7 @@ decoder as target token ids; the base class handles the target tokenizer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,19 @@ class TaskError(ZooError, ValueError):
     """A task cannot work with the data or run directory it was given."""
 
 
+@dataclass(frozen=True)
+class PredictCommand:
+    """How a finished run of a task is used from the command line: ``zoo NAME RUN INPUT...`` (or one input per
+    stdin line), one output line per input. The CLI builds one command per name the registered tasks declare."""
+
+    name: str  # the command, e.g. "translate"; it must not be one of zoo's own (train, list, predict, ...)
+    summary: str  # its line in `zoo --help`
+    input: str = "input"  # one input, as help and errors name it: "command-line sentence 2"
+    output: str = "output line"  # what an input that cannot be used leaves empty: "its caption is empty"
+    # print INPUT<TAB>OUTPUT (inputs that are file names, which the errors about them name) rather than the output
+    echo: bool = False
+
+
 class Task:
     """Built as ``cls(cfg, tokenizer=<tokenizer cfg>, frontend=<frontend cfg>)``; the tokenizer config
     builds the target tokenizer (and, for text sources, the source one); the frontend config
@@ -31,18 +45,25 @@ class Task:
     directory), then :meth:`save`. After that the task encodes sources, batches
     them, bounds output lengths and turns target ids into text.
 
-    Class attributes: ``source_kind`` must equal the dataset's; ``default_metrics``
-    and ``default_monitor`` name metric plugins used when the config names none;
-    ``frontend_kinds`` are the source descriptions it can give a frontend;
-    ``component_defaults`` ({kind: name}) are the task's choices for other kinds
-    unless the command line or an experiment chooses (captioning: ``scenes``, ``cnn``).
+    The class attributes below are what it declares; the core reads them, so a new task needs no change there.
     """
 
+    #: What a source is ("text", "image", or a kind of the task's own); the dataset's must be the same.
     source_kind: str = "text"
+    #: The source descriptions it can give a frontend, so a frontend of another kind is refused at composition.
     frontend_kinds: tuple[str, ...] = ("tokens",)
+    #: Metric plugins used when the config names none, and the one that picks checkpoints.
     default_metrics: tuple[str, ...] = ()
     default_monitor: str = ""
+    #: Its choices for other kinds ({kind: name}) unless the command line or an experiment chooses.
     component_defaults: dict[str, str] = {}
+    #: The command that uses its runs (``zoo translate RUN ...``); None: ``zoo predict RUN ...`` only.
+    command: PredictCommand | None = None
+    #: How attention over a source is drawn: "sequence" (a heatmap over :meth:`source_labels`) or "image" (each
+    #: output word's weights laid over the picture, on the frontend's grid).
+    attention_view: str = "sequence"
+    #: True while its sources are rows of precomputed features: ``zoo features`` then has nothing left to extract.
+    reads_features: bool = False
 
     def __init__(self, cfg: Any, tokenizer: Any, frontend: Any) -> None:
         self.cfg = cfg
@@ -73,6 +94,11 @@ class Task:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ sources
+    def read_input(self, text: str) -> Any:
+        """The source one line of text stands for (a command-line argument, a stdin line, a str given to
+        ``predict``): a sentence is itself, an image its file path. A :class:`TaskError` refuses that input alone."""
+        return text
+
     def encode_sources(self, sources: Sequence[Any]) -> list[Any]:
         """Raw sources -> encoded sources (token ids, pixel tensors), one per source."""
         raise NotImplementedError
@@ -110,7 +136,9 @@ class Task:
 
     # ------------------------------------------------------------------ reporting
     def breakdowns(self, items: Sequence[Item], hypotheses: Sequence[str]) -> dict[str, Any]:
-        """Scores of subsets of the test items (e.g. BLEU by source length), keyed by breakdown name."""
+        """Scores of subsets of the test items, ``{breakdown: {bucket: {score: value, "count": items}}}`` in the
+        buckets' order, e.g. ``{"bleu_by_length": {"1-10": {"bleu": 61.2, "count": 40}, ...}}``. ``zoo compare``
+        shows every one as it is named: a column per score and bucket ("bleu 1-10"), a chart per breakdown."""
         return {}
 
     def describe_source(self, item: Item) -> str:

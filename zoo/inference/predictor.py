@@ -17,7 +17,18 @@ from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
 from zoo.errors import ZooError
 from zoo.inference.checkpoints import RunLoadError, check_belongs, checkpoint_file, module_from, read_checkpoint
-from zoo.inference.inputs import InputError, names_image_file, source_limit, undecodable
+from zoo.inference.inputs import InputError, source_limit, undecodable
+
+
+def prediction_commands() -> dict[str, list[type[Task]]]:
+    """Each command the registered tasks declare (``translate``, ``caption``), with the task classes declaring it."""
+    from zoo.registry.entries import entries
+
+    commands: dict[str, list[type[Task]]] = {}
+    for entry in entries("task"):
+        if entry.cls.command is not None:
+            commands.setdefault(entry.cls.command.name, []).append(entry.cls)
+    return commands
 
 
 class Predictor:
@@ -97,51 +108,54 @@ class Predictor:
         ids = generate(self.module.model, batch, decode, max_len=self.task.output_limit(batch))
         return self.task.decode_targets(ids)
 
-    def translate(self, sentences: Sequence[str], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
-        """:meth:`predict` under the name a translation user looks for."""
-        self.expect_sources("text", "translate", "caption")
-        return self.predict(sentences, batch_size, **decode_overrides)
+    def __getattr__(self, name: str) -> Any:
+        """:meth:`predict` under the name of a task's command, as a user of that task looks for it
+        (``translate``, ``caption``); refused for a run whose task does not declare it."""
+        if name.startswith("_") or name not in prediction_commands():
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.expect_command(name)
+        return self.predict
 
-    def caption(self, images: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:
-        """:meth:`predict` for a captioner: image file paths (or ImageSource) in, one caption each."""
-        self.expect_sources("image", "caption", "translate")
-        return self.predict(images, batch_size, **decode_overrides)
-
-    def expect_sources(self, kind: str, verb: str, other_verb: str) -> None:
-        """Refuse to ``verb`` with a run whose task reads another kind of source (the other verb is its use)."""
-        if self.task.source_kind != kind:
-            raise RunLoadError(
-                f"cannot {verb} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
-                f"{self.task.source_kind} sources, not {kind}; use zoo {other_verb} with it"
-            )
+    def expect_command(self, name: str) -> None:
+        """Refuse ``zoo NAME`` for a run whose task declares another command (a translation run cannot caption),
+        saying which kind of source each reads and the command to use."""
+        declared = self.task.command.name if self.task.command else "predict"
+        if name in (declared, "predict"):
+            return
+        kinds = "/".join(dict.fromkeys(task.source_kind for task in prediction_commands().get(name, [])))
+        raise RunLoadError(
+            f"cannot {name} with {self.run_dir}: its task ({self.module.cfg['task']['name']}) reads "
+            f"{self.task.source_kind} sources, not {kinds or name}; use zoo {declared} with it"
+        )
 
     # ------------------------------------------------------------------ checking sources
     def encode(self, sources: Sequence[Any]) -> list[Any]:
         """Each source as the model reads it, or the InputError that says why it cannot be used."""
-        refusals = [self._refusal(source) for source in sources]
-        encoded = iter(self._encode_each([source for source, refusal in zip(sources, refusals) if refusal is None]))
-        return [self._within_limit(next(encoded)) if refusal is None else refusal for refusal in refusals]
+        read = [self.read(source) for source in sources]
+        encoded = iter(self._encode_each([source for source in read if not isinstance(source, InputError)]))
+        return [source if isinstance(source, InputError) else self._within_limit(next(encoded)) for source in read]
 
-    def check(self, source: Any) -> None:
-        """Raise the InputError of a source that cannot be used (attention pictures need one that can)."""
-        (encoded,) = self.encode([source])
-        if isinstance(encoded, InputError):
-            raise encoded
-
-    def _refusal(self, source: Any) -> InputError | None:
-        """Why a text source cannot reach the tokenizer at all (image sources are checked as they are decoded)."""
-        if self.task.source_kind != "text" or not isinstance(source, str):
-            return None
+    def read(self, source: Any) -> Any:
+        """A source as the task takes it: a line of text through :meth:`~zoo.contracts.Task.read_input` (numbers
+        parsed, a path kept), anything else as it is; or the InputError saying why that line cannot be used."""
+        if not isinstance(source, str):
+            return source
         where = undecodable(source)
         if where is not None:
             return InputError(f"the text is not valid UTF-8 ({where}); save the input as UTF-8")
-        if names_image_file(source):
-            name = source.strip()
-            return InputError(
-                f"the text names an image file ({name}), but run {self.run_dir} reads text, not images; "
-                f"caption images with a captioning run (zoo caption RUN {name})"
-            )
-        return None
+        try:
+            return self.task.read_input(source)
+        except ZooError as error:
+            return InputError(str(error))
+
+    def check(self, source: Any) -> Any:
+        """The source as the task takes it; the InputError of one that cannot be used (attention pictures need one
+        that can)."""
+        read = self.read(source)
+        (encoded,) = self.encode([read])
+        if isinstance(encoded, InputError):
+            raise encoded
+        return read
 
     def _encode_each(self, sources: Sequence[Any]) -> list[Any]:
         """The sources encoded together; when that fails, one by one, so a bad one (an image that cannot be
@@ -171,7 +185,7 @@ class Predictor:
     def attention_maps(self, source: Any) -> list[Path]:
         """PNG pictures of one source's attention under ``run_dir/attention/<source>/``: heatmaps for a
         sentence; for an image, each word's attention laid over the image (Show, Attend and Tell style)."""
-        if self.task.source_kind == "image":
+        if self.task.attention_view == "image":
             from zoo.viz.image_attention import write_image_attention
 
             return self._with_wandb(write_image_attention, source)
@@ -197,13 +211,13 @@ class Predictor:
 
     def _with_wandb(self, write: Any, source: Any) -> Any:
         """Call a writer of :mod:`zoo.viz` for a usable ``source``, logging to W&B when the training run did."""
-        self.check(source)  # before a folder or a W&B run is made for it
+        read = self.check(source)  # before a folder or a W&B run is made for it
         wandb_run = self._wandb_run("attention")
         try:
             return write(
                 self.module.model,
                 self.task,
-                source,
+                read,
                 self.attention_dir(source),
                 decode_cfg=self.decode_cfg,
                 wandb_run=wandb_run,

@@ -19,9 +19,10 @@ Layouts of keys and values (what a decoder caches per generated token):
   heads, are queries, keys and values, and the heads are concatenated back: no
   W_q, W_k, W_v, W_o.
 
-With the ``scaled_dot`` scorer and no attention weights requested the same
-computation runs through ``torch.nn.functional.scaled_dot_product_attention``
-(a fused kernel); masks and biases mean exactly the same on both paths.
+With a scorer that declares ``fused_sdpa`` (its score is q . k / sqrt(head_dim),
+as ``scaled_dot``'s) and no attention weights requested, the same computation runs
+through ``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel); masks
+and biases mean exactly the same on both paths.
 
 Cross-attention's keys are fixed for a whole sentence, so the scorer's key-side
 work (:meth:`zoo.contracts.Scorer.prepare_keys`, e.g. additive attention's W_k k)
@@ -40,9 +41,6 @@ from torch import nn
 from zoo.contracts import PositionalEncoding, Scorer
 from zoo.nn.attention import attend, attention_mask
 from zoo.registry import build
-
-#: The scorer whose formula the fused kernel computes: q . k / sqrt(head_dim).
-FUSED_SCORER = "scaled_dot"
 
 
 class MultiHeadAttention(nn.Module):
@@ -81,7 +79,7 @@ class MultiHeadAttention(nn.Module):
         self,
         d_model: int,
         heads: int,
-        scorer: Any = FUSED_SCORER,
+        scorer: Any,
         *,
         kdim: int | None = None,
         dropout: float = 0.0,
@@ -115,7 +113,7 @@ class MultiHeadAttention(nn.Module):
             self.q_proj = self.out_proj = nn.Identity()
         scorer_cfg = {"name": scorer} if isinstance(scorer, str) else scorer
         self.scorer = build("attention", scorer_cfg, query_dim=self.head_dim, key_dim=self.head_dim, heads=heads)
-        self.fused = scorer_cfg["name"] == FUSED_SCORER
+        self.fused = self.scorer.fused_sdpa
         #: Whether the scorer has key-side work to do once per memory rather than at every step.
         self.prepares_keys = type(self.scorer).prepare_keys is not Scorer.prepare_keys
 

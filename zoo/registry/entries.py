@@ -170,6 +170,33 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
     return tagged
 
 
+#: The config that lists every component's preset groups in the defaults list, null unless chosen, so that
+#: ``kv_layout=gqa`` composes without Hydra's ``+`` (the schema includes it after the kinds).
+PRESETS_CONFIG = "zoo_presets"
+_preset_groups: list[str] = []
+
+
+def _store_presets(kind: str, cls: type) -> None:
+    """Store each of a component's presets (``cls.presets``: {group: {name: {field: value}}}) as a choice of its
+    group that sets those fields of the kind's section, and list the group in :data:`PRESETS_CONFIG`."""
+    for group, choices in getattr(cls, "presets", {}).items():
+        for choice, values in choices.items():
+            ConfigStore.instance().store(
+                group=group, name=choice, node={kind: dict(values)}, package="_global_", provider=cls.__module__
+            )
+        if group not in _preset_groups:
+            _preset_groups.append(group)
+    _store_preset_groups()
+
+
+def _store_preset_groups() -> None:
+    node = {"defaults": [{group: None} for group in _preset_groups]}
+    ConfigStore.instance().store(name=PRESETS_CONFIG, node=node, package="_global_")
+
+
+_store_preset_groups()
+
+
 def register(kind: str, name: str) -> Callable[[type], type]:
     """Class decorator: ``@register("attention", "cosine")``.
 
@@ -196,6 +223,7 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         _ENTRIES[(kind, name)] = entry
         for group in declared_kind(kind).groups:  # config groups' choices; metrics are named in a list instead
             ConfigStore.instance().store(group=group, name=name, node=config_cls, provider=cls.__module__)
+        _store_presets(kind, cls)
         cls.registry_entry = entry
         return cls
 

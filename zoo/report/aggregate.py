@@ -56,7 +56,8 @@ class Group:
     runs: list[Run]
     metrics: dict[str, Stat] = field(default_factory=dict)
     costs: dict[str, Stat] = field(default_factory=dict)
-    buckets: dict[str, Stat] = field(default_factory=dict)
+    #: Every score of the task's breakdowns: (breakdown, bucket, score) -> its statistic over the seeds.
+    breakdowns: dict[tuple[str, str, str], Stat] = field(default_factory=dict)
 
     @property
     def statuses(self) -> Counter:
@@ -192,6 +193,21 @@ def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
     ]
 
 
+def breakdown_keys(runs: list[Run]) -> list[tuple[str, str, str]]:
+    """Every (breakdown, bucket, score) the runs' tasks reported (``summary.json``'s ``breakdowns``), in the order
+    the tasks wrote them; a bucket's ``count`` is its size, not a score."""
+    return list(
+        dict.fromkeys(
+            (name, bucket, score)
+            for run in runs
+            for name, buckets in run.summary.get("breakdowns", {}).items()
+            for bucket, scores in buckets.items()
+            for score in scores
+            if score != "count"
+        )
+    )
+
+
 def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
     """Groups of runs with the statistics of their finished seeds, in first-seen order."""
     by = by or []
@@ -210,10 +226,10 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
             for path, column in COSTS.items()
             if (stat := _over_seeds(seeds, lambda run, path=path: _lookup(run.summary, path)))
         }
-        labels = dict.fromkeys(b for run in done for b in run.summary.get("breakdowns", {}).get("bleu_by_length", {}))
-        group.buckets = {
-            b: _over_seeds(seeds, lambda run, b=b: _lookup(run.summary, ("breakdowns", "bleu_by_length", b, "bleu")))
-            for b in labels
+        group.breakdowns = {
+            key: stat
+            for key in breakdown_keys(done)
+            if (stat := _over_seeds(seeds, lambda run, key=key: _lookup(run.summary, ("breakdowns", *key))))
         }
         groups.append(group)
     return groups

@@ -1,8 +1,9 @@
 """``zoo compare``: a leaderboard of configurations, read only from run directories.
 
 One row per configuration with each metric's mean ± standard deviation and the
-number of seeds, cost columns and BLEU per source-length bucket; sorted by the
-monitored metric (or ``sort``) in its own direction. Running and failed runs are
+number of seeds, cost columns and every score of the task's breakdowns (``bleu 1-10``:
+BLEU on sources of 1-10 words); sorted by the monitored metric (or ``sort``) in its own
+direction. Running and failed runs are
 counted in the status column, never averaged in. With a baseline, each row also
 holds its difference from it, a confidence interval and a p-value (``stats.py``).
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
-from zoo.report.aggregate import COSTS, Group, Stat, group_runs
+from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 from zoo.search.report import format_search, search_families, search_record
@@ -54,9 +55,9 @@ class Leaderboard:
         directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
         self.higher_is_better = directions[0] if directions else True
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
-        self.buckets = sorted(
-            {b for g in self.groups for b in g.buckets}, key=lambda b: int(b.split("-")[0].rstrip("+"))
-        )
+        found = {key for g in self.groups for key in g.breakdowns}
+        #: The breakdowns' (breakdown, bucket, score) columns, in the order the tasks wrote them.
+        self.breakdowns = [key for key in breakdown_keys([r for g in self.groups for r in g.finished]) if key in found]
         self.groups.sort(key=self._rank)
         self.baseline: Group | None = None
         self.comparisons: dict[str, Comparison | None] = {}
@@ -105,9 +106,15 @@ class Leaderboard:
             *self.metrics,
             *significance,
             *self.costs,
-            *[f"BLEU {b}" for b in self.buckets],
+            *self.breakdown_columns(),
             "runs",
         ]
+
+    def breakdown_columns(self) -> list[str]:
+        """``bleu 1-10``: a breakdown's score in one bucket, named by the task; the breakdown's name leads when
+        the runs report several."""
+        several = len({name for name, _, _ in self.breakdowns}) > 1
+        return [f"{name} " * several + f"{score} {bucket}" for name, bucket, score in self.breakdowns]
 
     def _test_cell(self, group: Group) -> list[str]:
         """``+3.1 [-1.2, 7.4] p=0.330``, with `` *`` when the adjusted p is below 0.05."""
@@ -134,7 +141,7 @@ class Leaderboard:
                     *[self._stat(g.metrics.get(m)) for m in self.metrics],
                     *self._test_cell(g),
                     *costs,
-                    *[self._stat(g.buckets.get(b)) for b in self.buckets],
+                    *[self._stat(g.breakdowns.get(key)) for key in self.breakdowns],
                     self._status(g),
                 ]
             )
@@ -160,13 +167,14 @@ class Leaderboard:
 
     def table(self) -> str:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
-        table = Table(caption=self.footnote(), caption_justify="left")
+        table = Table(caption=escape(self.footnote()), caption_justify="left")
         for k, name in enumerate(self.header()):
-            table.add_column(name, justify="left" if k in (0, len(self.header()) - 1) else "right")
-        for row in self.rows():
-            table.add_row(*row)
+            table.add_column(escape(name), justify="left" if k in (0, len(self.header()) - 1) else "right")
+        for row in self.rows():  # labels hold settings such as plugin_dirs=[/abs/path], which rich reads as markup
+            table.add_row(*map(escape, row))
         out = io.StringIO()
         Console(file=out, width=max(100, 14 * len(self.header())), color_system=None).print(table)
         return out.getvalue().rstrip()
@@ -197,7 +205,7 @@ class Leaderboard:
     def csv(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out)
-        stat_columns = [*self.metrics, *self.costs, *[f"BLEU {b}" for b in self.buckets]]
+        stat_columns = [*self.metrics, *self.costs, *self.breakdown_columns()]
         tests = list(TEST_FIELDS) if self.baseline else []
         writer.writerow(
             [
@@ -210,7 +218,7 @@ class Leaderboard:
         )
         for g in self.groups:
             stats = [g.metrics.get(m) for m in self.metrics] + [g.costs.get(c) for c in self.costs]
-            stats += [g.buckets.get(b) for b in self.buckets]
+            stats += [g.breakdowns.get(key) for key in self.breakdowns]
             cells = [value for s in stats for value in ((s.mean, s.std) if s else ("", ""))]
             fields = self._test_fields(g) if self.baseline else {}
             writer.writerow(
@@ -222,6 +230,13 @@ class Leaderboard:
         def stats(values: dict[str, Stat]) -> dict:
             return {k: {"mean": s.mean, "std": s.std, "n": s.n} for k, s in values.items() if s}
 
+        def breakdowns(values: dict[tuple[str, str, str], Stat]) -> dict:
+            """As the summaries hold them: {breakdown: {bucket: {score: statistics}}}."""
+            nested: dict = {}
+            for (name, bucket, score), s in values.items():
+                nested.setdefault(name, {}).setdefault(bucket, {})[score] = {"mean": s.mean, "std": s.std, "n": s.n}
+            return nested
+
         rows = [
             {
                 "configuration": g.label,
@@ -231,7 +246,7 @@ class Leaderboard:
                 "shared_seeds": g.shared_seeds,
                 "metrics": stats(g.metrics),
                 "costs": stats(g.costs),
-                "bleu_by_length": stats(g.buckets),
+                "breakdowns": breakdowns(g.breakdowns),
                 **self._test_fields(g),
             }
             for g in self.groups

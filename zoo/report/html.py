@@ -2,7 +2,7 @@
 
 A sortable leaderboard, learning curves (the monitored validation metric against
 steps and against wall time; one line per configuration, its seeds as a band),
-quality against cost with the Pareto front, the metric by breakdown bucket, sample
+quality against cost with the Pareto front, the task's breakdowns (scores by bucket), sample
 outputs side by side, and the attention pictures the runs hold. Charts are Plotly
 figures; Plotly's JavaScript is inlined once, so the file opens offline. The page's
 skeleton, CSS and table-sorting script are package data (``zoo/report/assets/``),
@@ -169,24 +169,31 @@ def quality_against_cost(board: Leaderboard) -> str:
     return _figure(fig)
 
 
-def breakdown(board: Leaderboard) -> str:
-    """BLEU by source-length bucket, one bar per configuration."""
-    if not board.buckets:
+def breakdowns(board: Leaderboard) -> str:
+    """One bar chart per breakdown the task reported and score in it (BLEU by source length), one bar per
+    configuration, titled with the task's own names."""
+    charts: dict[tuple[str, str], list[str]] = {}  # (breakdown, score) -> its buckets
+    for name, bucket, score in board.breakdowns:
+        charts.setdefault((name, score), []).append(bucket)
+    if not charts:
         return '<p class="note">The runs report no breakdown.</p>'
-    fig = go.Figure()
-    for k, group in enumerate(board.groups):
-        stats = [group.buckets.get(b) for b in board.buckets]
-        fig.add_trace(
-            go.Bar(
-                x=board.buckets,
-                y=[s.mean if s else None for s in stats],
-                name=group.label,
-                marker_color=_colour(k),
-                error_y={"type": "data", "array": [s.std if s else 0 for s in stats]},
+    figures = []
+    for (name, score), buckets in charts.items():
+        fig = go.Figure()
+        for k, group in enumerate(board.groups):
+            stats = [group.breakdowns.get((name, bucket, score)) for bucket in buckets]
+            fig.add_trace(
+                go.Bar(
+                    x=buckets,
+                    y=[s.mean if s else None for s in stats],
+                    name=group.label,
+                    marker_color=_colour(k),
+                    error_y={"type": "data", "array": [s.std if s else 0 for s in stats]},
+                )
             )
-        )
-    fig.update_layout(barmode="group", xaxis_title="source length (words)", yaxis_title="BLEU")
-    return _figure(fig)
+        fig.update_layout(barmode="group", title=name.replace("_", " "), yaxis_title=score)
+        figures.append(_figure(fig))
+    return "\n".join(figures)
 
 
 def samples(board: Leaderboard) -> str:
@@ -301,8 +308,8 @@ def render(
             learning_curves(board.groups, board.sort or ""),
             "<h2>Quality and cost</h2>",
             quality_against_cost(board),
-            "<h2>By source length</h2>",
-            breakdown(board),
+            "<h2>Breakdowns</h2>",
+            breakdowns(board),
             "<h2>Sample outputs</h2>",
             samples(board),
             "<h2>Attention</h2>",
