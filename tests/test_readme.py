@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, fork_zoo
 
 README = (ROOT / "README.md").read_text()
 
@@ -42,5 +42,20 @@ def test_write_a_plugin_example_works_verbatim(tmp_path: Path):
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         outputs.append(proc.stdout)
     assert "distance" in outputs[0] and "scale: float = 1.0" in outputs[0]
-    assert "attention=distance" in outputs[1]
+    assert outputs[1].startswith("attention/distance [") and "failed" not in outputs[1]
+    assert "attention=distance" in outputs[2]
     assert (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_every_kind_example_passes_zoo_check(tmp_path: Path):
+    """The README's example of each kind, copied out as written, passes the contract checks of its kind."""
+    folder = tmp_path / "my_plugins"
+    folder.mkdir()
+    names = re.findall(r"<!-- readme-test: check my_plugins/(\w+)\.py -->", README)
+    assert len(names) >= 6, "the README lost its examples of each kind"
+    for name in names:
+        (folder / f"{name}.py").write_text(fenced_block_after(f"<!-- readme-test: check my_plugins/{name}.py -->"))
+    checked = fork_zoo("check", *names, "--plugin-dir", str(folder), cwd=tmp_path)
+    lines = checked.stdout.splitlines()
+    assert [line.split(" [")[0].split("/")[1] for line in lines] == names
+    assert all(line.endswith(" ok") and "failed" not in line for line in lines), checked.stdout
