@@ -18,6 +18,7 @@ from zoo.checks.case import ContractViolation
 from zoo.checks.inputs import example_source
 from zoo.contracts import BOS, Decoder, Encoder, Frontend, PositionalEncoding, Scorer
 from zoo.errors import ZooError
+from zoo.model import Seq2Seq
 from zoo.registry import get
 
 BATCH, TARGET_LENGTH, VOCAB = 2, 3, 8
@@ -30,8 +31,11 @@ class ContractError(ZooError, ValueError):
 def probe_model(cfg: Any) -> None:
     """Build the configured model on stand-ins and run it once; raise :class:`ContractError` naming the
     component whose output broke its contract, or that failed on the tiny batch."""
-    from zoo.model import Seq2Seq
+    with torch.random.fork_rng(devices=[]):  # the run's random state stays as if the probe never ran
+        run_probe(cfg)
 
+
+def run_probe(cfg: Any) -> None:
     description, source, _ = example_source(get("frontend", cfg["frontend"]["name"]).cls, BATCH)
     model = Seq2Seq(cfg, description, VOCAB).eval()
     target = torch.randint(4, VOCAB, (BATCH, TARGET_LENGTH))
