@@ -103,7 +103,7 @@ def check_frontend(name: str, tmp: Path) -> None:
 
 
 # ------------------------------------------------------------------ encoders
-def build_encoder(name: str, scorer: str | None = "scaled_dot", layout: str = "default", input_dim: int = D):
+def build_encoder(name: str, scorer: str | None, layout: str = "default", input_dim: int = D):
     extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.uses_scorer else {}
     return registry.build(
         "encoder", small_config("encoder", name, **LAYOUTS.get(layout, {})), input_dim=input_dim, **extra
@@ -289,12 +289,15 @@ DECODER_CHECKS = {
 
 
 def decoder_cases() -> list[Case]:
-    """Each decoder, in each of its layouts, with each scorer (posenc none) and with each posenc (scaled_dot)."""
+    """Each decoder, in each of its layouts, with each scorer (and the default posenc) and with each other
+    posenc (and the default scorer): the kinds' defaults are what a run gets when it chooses none."""
+    plain_posenc, scorer_for_posencs = registry.kind("posenc").default, registry.kind("attention").default
+    other_posencs = [posenc for posenc in names("posenc") if posenc != plain_posenc]
     combinations = []
     for decoder in names("decoder"):
         for layout in layouts("decoder", decoder):
-            combinations += [(decoder, scorer, "none", layout) for scorer in names("attention")]
-            combinations += [(decoder, "scaled_dot", posenc, layout) for posenc in names("posenc") if posenc != "none"]
+            combinations += [(decoder, scorer, plain_posenc, layout) for scorer in names("attention")]
+            combinations += [(decoder, scorer_for_posencs, posenc, layout) for posenc in other_posencs]
     cases = []
     for decoder, scorer, posenc, layout in combinations:
         parts = (("decoder", decoder), ("attention", scorer), ("posenc", posenc))
