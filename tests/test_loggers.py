@@ -6,8 +6,9 @@ import json
 import pytest
 from conftest import TINY, fork_zoo
 
+from zoo.config.validate import check_tracker_packages
 from zoo.errors import ZooError
-from zoo.training.loggers import check_tracker_packages, wandb_mode
+from zoo.training.loggers import wandb_mode
 
 
 def test_config_mode_wins_then_environment_then_offline(monkeypatch):

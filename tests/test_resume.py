@@ -200,30 +200,32 @@ def test_a_run_held_by_another_process_is_not_resumed(finished_run, tmp_path):
 
 
 def test_resume_modes_decide_what_a_folder_means(tmp_path):
+    from zoo.config.schema import ResumeMode
+    from zoo.training.resume import Verdict
     from zoo.training.rundir import NothingToResume, RunDirectoryInUse, check_run_dir
 
     empty = tmp_path / "empty"
-    assert check_run_dir(empty, resume_mode="auto") == "start"
+    assert check_run_dir(empty, mode=ResumeMode.auto) is Verdict.start
     with pytest.raises(NothingToResume):
-        check_run_dir(empty, resume_mode="must")
+        check_run_dir(empty, mode=ResumeMode.must)
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps({"status": "interrupted"}))
-    assert check_run_dir(run, resume_mode="auto") == "restart"  # stopped before its first checkpoint
+    assert check_run_dir(run, mode=ResumeMode.auto) is Verdict.restart  # stopped before its first checkpoint
     (run / "checkpoints" / "last.ckpt").write_bytes(b"x")
-    assert check_run_dir(run, resume_mode="auto") == "resume"
+    assert check_run_dir(run, mode=ResumeMode.auto) is Verdict.resume
     with pytest.raises(RunDirectoryInUse, match="resume="):
         check_run_dir(run)  # never: refused, saying how to continue it
     (run / "summary.json").write_text(json.dumps({"status": "finished"}))
-    assert check_run_dir(run, resume_mode="auto") == "finished"
-    assert check_run_dir(run, resume_mode="must") == "resume"  # e.g. with more epochs
+    assert check_run_dir(run, mode=ResumeMode.auto) is Verdict.finished
+    assert check_run_dir(run, mode=ResumeMode.must) is Verdict.resume  # e.g. with more epochs
     (run / "checkpoints" / "last.ckpt").unlink()
     with pytest.raises(RunDirectoryInUse, match="a finished run but no checkpoints/last.ckpt"):
-        check_run_dir(run, resume_mode="must")
+        check_run_dir(run, mode=ResumeMode.must)
 
 
 def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):
-    from zoo.training.entry import resume_overrides
+    from zoo.training.resume import resume_overrides
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)

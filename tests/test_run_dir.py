@@ -3,9 +3,10 @@
 A refused start (a folder holding a run or anything else, another process writing it, a bad config)
 changes nothing in an existing folder, Hydra's `.hydra/` included: every file's bytes and every
 modification time are compared. Two processes started into one new folder: one runs, the other is
-refused. The lock dies with its process: a live holder blocks, a killed one does not. A run trained with a folder plugin and a package plugin is translated from another folder
-without `ZOO_PLUGIN_DIRS`, from the sources copied into the run when the folder is gone, and a plugin
-that cannot be found is one line saying where it came from.
+refused. The lock dies with its process: a live holder blocks, a killed one does not. A run trained
+with a folder plugin and a package plugin is translated from another folder without `ZOO_PLUGIN_DIRS`,
+from the sources copied into the run when the folder is gone, and a plugin that cannot be found is one
+line saying where it came from.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import pytest
 from conftest import TINY, ForkedZoo, fork_zoo
 from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
 
-from zoo.training.rundir import LOCK_FILE, ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
+from zoo.config.schema import ResumeMode
+from zoo.training.layout import LOCK_FILE
+from zoo.training.resume import Verdict
+from zoo.training.rundir import ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
@@ -140,7 +144,7 @@ def test_a_live_holder_in_another_process_blocks_and_a_killed_one_does_not(tmp_p
     try:
         assert holder.stdout.readline() == "locked\n"
         with pytest.raises(RunDirectoryInUse, match=f"being written by another zoo process \\(pid {holder.pid},"):
-            check_run_dir(run, resume_mode="auto")
+            check_run_dir(run, mode=ResumeMode.auto)
         with pytest.raises(RunDirectoryInUse, match=f"pid {holder.pid}"):
             Lock(run, "run directory")
     finally:
@@ -148,7 +152,7 @@ def test_a_live_holder_in_another_process_blocks_and_a_killed_one_does_not(tmp_p
         holder.wait()
         holder.stdout.close()
     assert (run / LOCK_FILE).exists(), "SIGKILL leaves the file behind"
-    assert check_run_dir(run, resume_mode="auto") == "resume"
+    assert check_run_dir(run, mode=ResumeMode.auto) is Verdict.resume
     lock = Lock(run, "run directory")
     assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
     lock.release()

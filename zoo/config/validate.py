@@ -15,14 +15,16 @@ that defines ``check_composed(self, cfg)`` is handed the whole composed config, 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError, at_least, between
-from zoo.config.schema import ZooConfig
+from zoo.config.schema import ZooConfig, check_keys
 from zoo.data.datamodule import build_task
+from zoo.errors import ZooError
 from zoo.registry import GROUP_KINDS, get
 from zoo.training.evaluation import MetricSuite
 
@@ -32,16 +34,17 @@ PLAIN_SECTIONS: dict[str, type] = {
     for f in dataclasses.fields(ZooConfig)
     if isinstance(f.type, type) and dataclasses.is_dataclass(f.type)
 }
+#: Trackers whose packages are optional: the switch in ``logger`` (also zoo's extra) and the modules any of which do.
+OPTIONAL_TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "mlflow": ("mlflow",)}
+
+
+class MissingTrackerPackage(ZooError):
+    """A tracker was asked for but its package is not installed."""
 
 
 def validate(cfg: DictConfig) -> None:
     """Raise a one-line :class:`ConfigError` naming the section and field when an option is out of range."""
-    unknown = sorted(set(cfg.keys()) - {f.name for f in dataclasses.fields(ZooConfig)})
-    if unknown:  # added with +key=value: the schema would accept it and nothing would read it
-        raise ConfigError(
-            f"zoo has no option {', '.join(unknown)}; `zoo train --cfg job` shows the options "
-            "(to continue a run: resume=RUN_DIR)"
-        )
+    check_keys(cfg)  # a key added with +key=value: the schema would accept it and nothing would read it
     built = {
         section: _build(section, config_cls, _values(cfg[section])) for section, config_cls in PLAIN_SECTIONS.items()
     }
@@ -58,6 +61,16 @@ def validate(cfg: DictConfig) -> None:
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
     build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
     probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
+    check_tracker_packages(cfg.logger)
+
+
+def check_tracker_packages(logger_cfg: Any) -> None:
+    """Refuse a run before it starts when a chosen tracker's package is missing, naming the extra that installs it."""
+    for tracker, modules in OPTIONAL_TRACKERS.items():
+        if logger_cfg[tracker] and not any(importlib.util.find_spec(module) for module in modules):
+            raise MissingTrackerPackage(
+                f"logger.{tracker}=true needs the {modules[0]} package: pip install 'zoo[{tracker}]'"
+            )
 
 
 def refuse_fp16_on_cpu(trainer: DictConfig) -> None:

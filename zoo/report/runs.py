@@ -10,7 +10,7 @@ from typing import Any
 
 from zoo.config.suggest import did_you_mean
 from zoo.errors import ZooError
-from zoo.training.record import SUMMARY_FILE
+from zoo.training.layout import SUMMARY_FILE
 
 #: The resolved config a run wrote, and the Hydra config with its group choices.
 CONFIG_FILE = "config.yaml"

@@ -25,7 +25,7 @@ import numpy as np
 
 from zoo.registry import build, names
 from zoo.report.runs import Run
-from zoo.training.summary import TEST_ITEMS_FILE
+from zoo.training.layout import TEST_ITEMS_FILE
 
 SAMPLES = 1000
 SEED = 12345

@@ -45,7 +45,7 @@ class Throughput(Callback):
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Every checkpoint is written to ``<name>.partial`` and then renamed: a cut-off write never replaces a good file."""
+    """Every checkpoint is written to ``<name>.partial``, then renamed: a cut-off write never replaces a good file."""
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         path = Path(path)
@@ -97,15 +97,13 @@ class LastCheckpoint(Checkpoint):
     submitit would otherwise answer by requeueing the job at once, without a checkpoint). The step under
     way ends, with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own
     (the end of a training batch, the end of a validation), then Lightning's own SIGTERM stop
-    (``SIGTERMException``) ends training and :func:`zoo.training.run.train` turns it into
+    (``SIGTERMException``) ends training and :func:`zoo.training.run.fit` turns it into
     :class:`~zoo.training.interruptions.RunInterrupted`. The random states (python, numpy, torch) go into
     the checkpoint and are set again before the first resumed step.
     """
 
-    FILE = "last.ckpt"
-
-    def __init__(self, dirpath: Path, every_minutes: float, interruptions: Interruptions) -> None:
-        self.path = Path(dirpath) / self.FILE
+    def __init__(self, path: Path, every_minutes: float, interruptions: Interruptions) -> None:
+        self.path = path
         self.every_seconds = every_minutes * 60
         self.interruptions = interruptions
         self._saved_at = time.monotonic()

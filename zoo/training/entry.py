@@ -22,12 +22,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import to_absolute_path
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
-from zoo.config.files import load_yaml
-from zoo.config.overrides import CompositionError, explain, override_key, parse_overrides
+from zoo.config.overrides import CompositionError, explain, parse_overrides
 from zoo.config.renamed import check_renamed
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError, one_line_reason, report
@@ -43,7 +42,7 @@ def one_line_errors() -> Iterator[None]:
         yield
     except ZooError as error:
         report(error)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
@@ -54,73 +53,6 @@ def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
         value = override.value()
         dirs.extend(value if isinstance(value, list) else [value])
     return [str(d) for d in dirs]
-
-
-def resume_overrides(overrides: list[str]) -> list[str]:
-    """``resume=RUN_DIR``: the run's own overrides (``.hydra/overrides.yaml``), then these; the run directory is RUN_DIR.
-
-    The run is composed again as it was made, with the new overrides on top; :func:`zoo.training.run.train`
-    compares the result with the run's ``config.yaml`` and refuses a change to what the run computes.
-    """
-    values = {override_key(o): o.split("=", 1)[1] for o in overrides if "=" in o}
-    run = values.get("resume")
-    if run in (None, "null"):
-        check_runs_to_continue(overrides, values)
-        return overrides
-    if run in ("auto", "must", "never") and any(o in ("-m", "--multirun") for o in overrides):
-        raise ZooError(
-            f"resume= takes a run directory; to resume a sweep write resume_mode={run} (with its hydra.sweep.dir)"
-        )
-    if any(o in ("-m", "--multirun") for o in overrides):
-        raise ZooError(
-            "resume=RUN_DIR continues one run; to resume a sweep, repeat its command with "
-            "hydra.sweep.dir=SWEEP_DIR resume_mode=auto"
-        )
-    run_dir = Path(to_absolute_path(run))
-    if run in ("auto", "must", "never") and not run_dir.exists():
-        raise ZooError(f"resume= takes a run directory (there is no {run_dir}); for the mode, write resume_mode={run}")
-    given_dir = values.get("hydra.run.dir")
-    if given_dir is not None and Path(to_absolute_path(given_dir)) != run_dir:
-        raise ZooError(f"resume={run} and hydra.run.dir={given_dir} name two directories; give resume alone")
-    check_resumable(run, run_dir, values.get("resume_mode"))
-    saved_file = run_dir / ".hydra" / "overrides.yaml"
-    saved = [str(o) for o in load_yaml(saved_file, ListConfig)] if saved_file.is_file() else []
-    mine = set(values) | {"resume", "resume_mode", "hydra.run.dir"}
-    kept = [o for o in saved if override_key(o) not in mine]
-    return [*kept, *[o for o in overrides if override_key(o) != "hydra.run.dir"], f"hydra.run.dir={run_dir}"]
-
-
-def check_runs_to_continue(overrides: list[str], values: dict[str, str]) -> None:
-    """With ``resume_mode=auto`` or ``must``, a job may continue the run in its directory: the ``config.yaml``
-    of each (``hydra.run.dir``, or the job folders of ``hydra.sweep.dir``) is read first, so a damaged one is
-    one line naming it before any job starts."""
-    if values.get("resume_mode") not in ("auto", "must"):
-        return
-    sweep = any(o in HYDRA_MODES["--multirun"] for o in overrides)
-    folder = values.get("hydra.sweep.dir" if sweep else "hydra.run.dir")
-    if folder is None:
-        return
-    root = Path(to_absolute_path(folder))
-    for saved in root.glob("*/config.yaml") if sweep else [root / "config.yaml"]:
-        if saved.is_file():
-            load_yaml(saved)
-
-
-def check_resumable(run: str, run_dir: Path, mode: str | None) -> None:
-    """Refuse ``resume=RUN`` where RUN is a file, or a folder that does not exist (unless the mode may start a
-    run there), before Hydra creates any folder; and a run whose ``config.yaml`` is damaged, naming it."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ZooError(
-            f"resume={run}: {run_dir} is a file, not a run directory; give the folder that `zoo train` "
-            "printed as the run directory"
-        )
-    if not run_dir.exists() and mode in (None, "null", "must"):
-        raise ZooError(
-            f"resume={run}: there is no folder {run_dir}; give the folder that `zoo train` printed as the "
-            "run directory, or add resume_mode=auto to start a run there"
-        )
-    if (run_dir / "config.yaml").is_file():
-        load_yaml(run_dir / "config.yaml")
 
 
 #: Run directories of the jobs of this process's sweep that failed (the others ran on).
@@ -141,7 +73,8 @@ def train_job(cfg: DictConfig) -> float | None:
     from lightning.pytorch.utilities import rank_zero_only
 
     from zoo.training.interruptions import RunInterrupted
-    from zoo.training.rundir import claim_run_dir, resume_mode
+    from zoo.training.resume import resume_mode
+    from zoo.training.rundir import claim_run_dir
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     writes = rank_zero_only.rank == 0  # DDP ranks > 0 run in rank 0's directory: they neither check nor write it
@@ -199,7 +132,9 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
 
     Called only while the job holds (has locked) its directory, so it was new or empty.
     """
-    from zoo.training.record import SCHEMA_VERSION, SUMMARY_FILE, write_json_atomic
+    from zoo.training.identity import SCHEMA_VERSION
+    from zoo.training.layout import SUMMARY_FILE
+    from zoo.training.record import write_json_atomic
 
     if not (run_dir / SUMMARY_FILE).exists():
         overrides = list(HydraConfig.get().overrides.task)
@@ -349,9 +284,10 @@ def check_job(overrides: list[str], checks: JobChecks) -> None:
     from zoo.config.validate import validate
 
     cfg = compose_config(overrides)
-    check_keys(cfg)
     if checks.values:
         validate(cfg)
+    else:
+        check_keys(cfg)
     if checks.machine:
         check_machine(cfg.trainer)
 
@@ -421,7 +357,7 @@ def check_sweeper(overrides: list[str]) -> None:
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
-    """The config ``overrides`` compose to (no Hydra job); one that does not compose is one :class:`CompositionError` line."""
+    """The config ``overrides`` compose to (no Hydra job); one that does not compose is a :class:`CompositionError`."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -444,10 +380,12 @@ def register_sweeper() -> None:
 def main(overrides: list[str] | None = None) -> None:
     """Train with Hydra ``overrides`` (default: this process's arguments).
 
-    ``resume=RUN_DIR`` composes the run's own overrides with these (:func:`resume_overrides`). A run
+    ``resume=RUN_DIR`` composes the run's own overrides with these (:func:`zoo.training.resume.resume_overrides`). A run
     stopped by SIGINT or SIGTERM (its ``last.ckpt`` written) ends the process with one line saying how
     to resume it, and exit status 128 + the signal's number.
     """
+    from zoo.training.resume import resume_overrides
+
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
         check_modes(overrides)
@@ -466,7 +404,7 @@ def main(overrides: list[str] | None = None) -> None:
         run_dir = getattr(stop, "run_dir", None)
         how = getattr(stop, "continue_with", None)  # a search says how it goes on
         print(f"zoo: interrupted: {stop.what_next(Path(run_dir) if run_dir else None, how)}", file=sys.stderr)
-        raise SystemExit(128 + stop.signum)
+        raise SystemExit(128 + stop.signum) from None
     if FAILED_JOBS:
         print(
             f"zoo: error: {len(FAILED_JOBS)} job(s) of the sweep failed: {', '.join(FAILED_JOBS)}; "

@@ -3,7 +3,7 @@
 A job goes through phases: ``setup`` (reading data, training tokenizers), ``sanity check`` (Lightning's
 first validation batches), ``training`` and the ``validation`` rounds between its steps, ``test`` and
 ``outputs`` (latency, per-item scores, the printed result). Wherever a signal arrives, the job ends
-with :class:`RunInterrupted` naming the phase; :func:`zoo.training.run.train` records it in
+with :class:`RunInterrupted` naming the phase; :meth:`zoo.training.record.RunRecord.recording` records it in
 ``summary.json`` (``interrupted``, with the phase) and the entry prints one line with what to run next
 and exits 128 + the signal's number, so a scheduler never mistakes a pre-empted job for a success.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from zoo.training.rundir import under_submitit
+from zoo.training.layout import LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.training.resume import under_submitit
 
 #: Phases in which a signal only asks for a stop (LastCheckpoint saves, then training stops).
 DEFERRED_PHASES = ("training", "validation")
@@ -46,14 +47,14 @@ class RunInterrupted(BaseException):
 
     def what_next(self, run_dir: Path | None, continue_with: str | None = None) -> str:
         """One line for the user: where the job stopped, what holds its state, and what to run next."""
-        if run_dir is None or not (run_dir / "summary.json").is_file():
+        if run_dir is None or not (run_dir / SUMMARY_FILE).is_file():
             where = f" in {run_dir}" if run_dir is not None else ""
             return f"{self}; nothing was written{where}; run the same command again"
         if self.trained:
             held = "training had ended and best.ckpt holds its weights: resuming runs the test"
         elif self.saved:
             held = "checkpoints/last.ckpt holds its state"
-        elif (run_dir / "checkpoints" / "last.ckpt").is_file():
+        elif (run_dir / LAST_CHECKPOINT).is_file():
             held = "checkpoints/last.ckpt holds its state at the latest checkpoint"
         else:
             held = "no checkpoint written yet: resuming starts it again in place"
@@ -102,7 +103,7 @@ class Interruptions(Callback):
     # -------------------------------------------------------------- the handler
     @contextmanager
     def guard(self) -> Iterator[Interruptions]:
-        """Answer signals as this object says while the block runs (in the main thread; elsewhere no handler can be set)."""
+        """Answer signals as this object says while the block runs (in the main thread: only there can it)."""
         if threading.current_thread() is not threading.main_thread():
             yield self
             return

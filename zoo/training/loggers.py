@@ -1,8 +1,8 @@
-"""The loggers of a run: CSV always; Weights & Biases (offline unless told otherwise), TensorBoard and MLflow when asked."""
+"""The loggers of a run: CSV always; Weights & Biases (offline unless told otherwise), TensorBoard, MLflow if asked."""
 
 from __future__ import annotations
 
-import importlib.util
+import csv
 import os
 from pathlib import Path
 from typing import Any
@@ -10,29 +10,13 @@ from typing import Any
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig
 
-from zoo.errors import ZooError
+from zoo.training.layout import METRICS_FILE
 from zoo.training.tracking import components, flat_config, run_group, run_name, run_tags
-
-#: Trackers whose packages are optional: the switch in ``logger``, the modules any of which will do, the extra.
-OPTIONAL_TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "mlflow": ("mlflow",)}
-
-
-class MissingTrackerPackage(ZooError):
-    """A tracker was asked for but its package is not installed."""
 
 
 def wandb_mode(logger_cfg: Any) -> str:
     """``logger.mode`` if set, else ``$WANDB_MODE``, else offline: nothing leaves the machine unless asked."""
     return logger_cfg["mode"] or os.environ.get("WANDB_MODE") or "offline"
-
-
-def check_tracker_packages(logger_cfg: Any) -> None:
-    """Refuse a run before it starts when a chosen tracker's package is missing, naming the extra that installs it."""
-    for tracker, modules in OPTIONAL_TRACKERS.items():
-        if logger_cfg[tracker] and not any(importlib.util.find_spec(module) for module in modules):
-            raise MissingTrackerPackage(
-                f"logger.{tracker}=true needs the {modules[0]} package: pip install 'zoo[{tracker}]'"
-            )
 
 
 def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
@@ -82,3 +66,27 @@ def mlflow_logger(cfg: DictConfig, run_dir: Path) -> Any:
         tracking_uri=uri,
         tags={**components(cfg), **({"group": group} if group else {})},
     )
+
+
+def keep_earlier_metrics(loggers: list, run_dir: Path, step: int | None) -> None:
+    """A resumed run appends to its ``metrics.csv``: Lightning's CSV logger deletes the file it finds, so its
+    rows up to the checkpoint's ``step`` (later ones are logged again) are written back first. ``step`` None:
+    training had ended, every row but the test's is kept."""
+    path = run_dir / METRICS_FILE
+    if not path.is_file():
+        return
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        header, rows = list(reader.fieldnames or []), [row for row in reader]
+    if step is None:
+        rows = [row for row in rows if not any(value for key, value in row.items() if key.startswith("test/"))]
+    else:
+        rows = [row for row in rows if not row.get("step") or int(float(row["step"])) < step]
+    for logger in loggers:
+        if isinstance(logger, CSVLogger):
+            writer = logger.experiment  # made now: it deletes metrics.csv
+            with open(path, "w", newline="") as file:
+                out = csv.DictWriter(file, fieldnames=header)
+                out.writeheader()
+                out.writerows(rows)
+            writer.metrics_keys = header

@@ -1,7 +1,8 @@
 """What a run records to be used again from anywhere, and how a run's plugins are found again.
 
-A run writes (:func:`zoo.training.rundir.write_run_files`) a copy of every plugin folder's sources
-under ``plugins/`` and ``provenance.json``: versions, the plugin folders, and for every component its
+Once a run has passed its checks, :func:`write_run_files` writes what Hydra would have (``.hydra/``), the
+resolved ``config.yaml`` with ``plugin_dirs`` absolute, a copy of every plugin folder's sources under
+``plugins/`` and ``provenance.json``: versions, the plugin folders, and for every component its
 kind, name, module, and package with version or plugin folder and file. :func:`load_run_plugins` is
 the other side, used by :meth:`zoo.inference.Predictor.from_run`: it loads the recorded folders (or
 the run's copies of them) and names any component still missing with how to get it.
@@ -20,15 +21,42 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from zoo.errors import ZooError
 from zoo.registry.discovery import FOLDERS_PACKAGE
+from zoo.training.layout import CONFIG_FILE, HYDRA_DIR, OVERRIDES_FILE, PLUGINS_DIR, PROVENANCE_FILE
 
 log = logging.getLogger("zoo.run")
 
-#: Copies of the plugin folders' sources: ``plugins/<folder name>/<file>.py``.
-PLUGINS_DIR = "plugins"
-PROVENANCE_FILE = "provenance.json"
 PROVENANCE_VERSION = 1
+
+
+def write_run_files(run_dir: Path, cfg: DictConfig, metrics: Iterable[str]) -> None:
+    """Everything a claimed run writes before it trains: Hydra's ``.hydra/`` files (the config as composed),
+    ``config.yaml`` (resolved, ``plugin_dirs`` absolute: every folder this process loaded), the plugin folders'
+    sources and ``provenance.json``. ``cfg.plugin_dirs`` is made absolute in place, so the checkpoint's copy of
+    the config says the same."""
+    write_hydra_files(run_dir, cfg)
+    folders = loaded_plugin_folders()
+    cfg.plugin_dirs = [str(folder) for folder in folders]
+    (run_dir / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    record = provenance(cfg, metrics, copy_plugin_sources(run_dir, folders))
+    (run_dir / PROVENANCE_FILE).write_text(json.dumps(record, indent=2))
+
+
+def write_hydra_files(run_dir: Path, cfg: DictConfig) -> None:
+    """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml``: what Hydra writes before a job starts (under
+    the name Hydra uses: users' habits keep working)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    folder = run_dir / HYDRA_DIR
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    if HydraConfig.initialized():
+        hydra_cfg = HydraConfig.instance().cfg
+        (folder / "hydra.yaml").write_text(OmegaConf.to_yaml(hydra_cfg))
+        (run_dir / OVERRIDES_FILE).write_text(OmegaConf.to_yaml(hydra_cfg.hydra.overrides.task))
 
 
 def loaded_plugin_folders() -> list[Path]:

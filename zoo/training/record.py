@@ -15,44 +15,23 @@ recorded at each validation too, so even a killed segment keeps what it had spen
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import Callback
-from omegaconf import DictConfig, OmegaConf
 
-from zoo.config.schema import section
 from zoo.errors import one_line_reason
-from zoo.registry import GROUP_KINDS
+from zoo.training.interruptions import RunInterrupted
+from zoo.training.layout import SUMMARY_FILE
 from zoo.training.summary import peak_memory_mb
 
 log = logging.getLogger("zoo.run")
-
-SUMMARY_FILE = "summary.json"
-SCHEMA_VERSION = 1
-#: Top-level config keys that do not change what a run computes: runs that differ only here are
-#: repetitions of one configuration (``seed``) or the same run recorded differently.
-NOT_IN_CONFIG_KEY = (
-    "seed",
-    "plugin_dirs",
-    "paths",
-    "samples",
-    "logger",
-    "trainer.enable_progress_bar",
-    "trainer.cpu_threads",
-    "data.num_workers",
-    "resume",
-    "resume_mode",
-    "trainer.checkpoint_every_minutes",
-    "test",
-    "search",
-)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -60,39 +39,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     partial.write_text(json.dumps(data, indent=2))
     os.replace(partial, path)
-
-
-def config_key(cfg: DictConfig) -> str:
-    """A short hash of the resolved config without seed, paths and logging: equal for the seeds of one configuration."""
-    values = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    for dotted in NOT_IN_CONFIG_KEY:
-        *parents, leaf = dotted.split(".")
-        section = values
-        for parent in parents:
-            section = section.get(parent, {})
-        section.pop(leaf, None)
-    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def run_identity(cfg: DictConfig, monitor: str) -> dict:
-    """What identifies a run among others: its configuration, seed, the overrides that made it and the choice in
-    each config group (``model``, ``experiment``: what ``zoo compare --by`` groups by, though no config key holds it)."""
-    hydra = HydraConfig.get() if HydraConfig.initialized() else None
-    choices = OmegaConf.to_container(hydra.runtime.choices) if hydra else {}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "task": cfg.task.name,
-        "monitor": monitor,
-        "seed": cfg.seed,
-        "config_key": config_key(cfg),
-        "overrides": list(hydra.overrides.task) if hydra else [],
-        "choices": {group: choice for group, choice in choices.items() if not group.startswith("hydra/")},
-        "components": {  # each kind's choice, and what each optional group used (its kind's choice when left null)
-            group: OmegaConf.to_container(section(cfg, group), enum_to_str=True)
-            for kind in GROUP_KINDS
-            for group in kind.groups
-        },
-    }
 
 
 class RunRecord(Callback):
@@ -205,17 +151,27 @@ class RunRecord(Callback):
         self.trained = {"trained": True, **measured}
         self._write("running", phase="test")
 
-    def interrupt(self, stop: BaseException) -> None:
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """Record how the block ends if it ends early: ``interrupted`` by a signal (with the phase), or ``failed``."""
+        try:
+            yield
+        except RunInterrupted as stop:
+            self.interrupt(stop)
+            raise
+        except Exception as error:
+            self.fail(error)
+            raise
+
+    def interrupt(self, stop: RunInterrupted) -> None:
         """A signal stopped the run (:class:`zoo.training.interruptions.RunInterrupted`) in some phase."""
-        step = getattr(stop, "step", None)
-        segments = self._all_segments(f"interrupted during {getattr(stop, 'phase', 'training')}")
         self._write(
             "interrupted",
-            segments,
+            self._all_segments(f"interrupted during {stop.phase}"),
             reason=f"{stop}: stopped by a signal",
-            step=step,
-            phase=getattr(stop, "phase", None),
-            resumable=bool(getattr(stop, "saved", False)),
+            step=stop.step,
+            phase=stop.phase,
+            resumable=stop.saved,
         )
 
     def fail(self, error: BaseException) -> None:

@@ -13,9 +13,7 @@ from omegaconf import DictConfig
 
 from zoo.inference.latency import latency_ms
 from zoo.registry import MODEL_KINDS, OPTIONAL_GROUPS
-
-#: One line per test item: id, source (as text), hypothesis, references and every per-item metric score.
-TEST_ITEMS_FILE = "test_items.jsonl"
+from zoo.training.layout import HYPOTHESES_FILE, SAMPLES_FILE, TEST_ITEMS_FILE
 
 
 def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
@@ -89,7 +87,7 @@ def write_outputs(
     significance tests resample), and the first ``samples`` items as text."""
     if not test:
         return
-    (run_dir / "test_hypotheses.txt").write_text("\n".join(test["hypotheses"]) + "\n")
+    (run_dir / HYPOTHESES_FILE).write_text("\n".join(test["hypotheses"]) + "\n")
     with open(run_dir / TEST_ITEMS_FILE, "w") as out:
         for k, (item, hypothesis) in enumerate(zip(test["items"], test["hypotheses"])):
             scores = {name: round(values[k], 4) for name, values in item_scores.items()}
@@ -105,7 +103,7 @@ def write_outputs(
     for item, hypothesis in list(zip(test["items"], test["hypotheses"]))[:samples]:
         references = "".join(f"REF {reference}\n" for reference in item.references)
         blocks.append(f"SRC {task.describe_source(item)}\n{references}HYP {hypothesis}\n\n")
-    (run_dir / "samples.txt").write_text("".join(blocks))
+    (run_dir / SAMPLES_FILE).write_text("".join(blocks))
 
 
 def print_result(summary: dict, run_dir: Path) -> None:

@@ -5,11 +5,13 @@ per component (``encoder=gru``) and a flat config, so a tracker's UI can group a
 runs. At the end, what it measured: sample outputs as a W&B table and the final test
 scores, costs and latency in the W&B run summary (as metrics in MLflow). And one W&B run
 per job: Lightning leaves its run open in the process, where a sweep's next job would
-otherwise go on logging into it.
+otherwise go on logging into it; a resumed run logs into its own W&B run again.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +22,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.training.record import config_key
+from zoo.training.identity import config_key, flat
+from zoo.training.record import RunRecord
 
 #: Longest group and tag W&B accepts.
 WANDB_GROUP_CHARS, WANDB_TAG_CHARS = 128, 64
@@ -45,7 +48,7 @@ def run_name(run_dir: Path) -> str:
 
 
 def components(cfg: DictConfig) -> dict[str, str]:
-    """The plugin chosen in each config group: the sections that name one (``encoder: gru``, ``attention: additive``)."""
+    """The plugin chosen in each config group: the sections that name one (``encoder: gru``, ``attention: dot``)."""
     return {
         group: section["name"]
         for group, section in cfg.items()
@@ -60,18 +63,8 @@ def run_tags(cfg: DictConfig) -> list[str]:
 
 
 def flat_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config as dotted keys (``encoder.name``, ``optim.lr``) plus the ``config_key`` that its seeds share."""
-    flat: dict[str, Any] = {}
-
-    def visit(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for key, inner in value.items():
-                visit(f"{prefix}.{key}" if prefix else str(key), inner)
-        else:
-            flat[prefix] = value
-
-    visit("", OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
-    return {**flat, "config_key": config_key(cfg)}
+    """The resolved config as dotted keys (``encoder.name``, ``optim.lr``) and the ``config_key`` its seeds share."""
+    return {**flat(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), "config_key": config_key(cfg)}
 
 
 def final_metrics(summary: dict) -> dict[str, float]:
@@ -124,3 +117,23 @@ def one_wandb_run_per_job() -> Iterator[None]:
         finish_wandb_run(exit_code=1)
         raise
     finish_wandb_run(exit_code=0)
+
+
+@contextmanager
+def wandb_run_id(cfg: DictConfig, record: RunRecord, previous: dict) -> Iterator[None]:
+    """With W&B on, the job's W&B run id is chosen here and kept in ``summary.json``, so a resumed run logs into
+    the same W&B run (Lightning's WandbLogger resumes with ``resume="allow"``; wandb reads ``$WANDB_RUN_ID``)."""
+    if not cfg.logger.wandb:
+        yield
+        return
+    run_id = previous.get("wandb_run_id") or secrets.token_hex(4)
+    record.identity["wandb_run_id"] = run_id
+    before = os.environ.get("WANDB_RUN_ID")
+    os.environ["WANDB_RUN_ID"] = run_id
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("WANDB_RUN_ID", None)
+        else:
+            os.environ["WANDB_RUN_ID"] = before

@@ -1,0 +1,33 @@
+"""What a run directory holds, by name: every module that reads or writes a run's files takes the name from here."""
+
+from __future__ import annotations
+
+#: The run's record (zoo.training.record): identity, status, validations and, at the end, what it measured.
+SUMMARY_FILE = "summary.json"
+#: The resolved config, with ``plugin_dirs`` absolute: what a resume is compared with and inference builds from.
+CONFIG_FILE = "config.yaml"
+#: Hydra's record of the job (``config.yaml``, ``hydra.yaml``, ``overrides.yaml``), the folder name Hydra uses.
+HYDRA_DIR = ".hydra"
+#: The command-line overrides that made the run, in :data:`HYDRA_DIR`: ``resume=RUN`` composes them again.
+OVERRIDES_FILE = f"{HYDRA_DIR}/overrides.yaml"
+#: Held by the one process that writes a run (or launches a sweep): pid, host, start time.
+LOCK_FILE = ".zoo.lock"
+CHECKPOINTS_DIR = "checkpoints"
+#: The best checkpoint by the monitored metric (Lightning adds ``.ckpt``).
+BEST_CHECKPOINT_NAME = "best"
+#: The checkpoint a run resumes from: always the latest state (zoo.training.callbacks.LastCheckpoint).
+LAST_CHECKPOINT = f"{CHECKPOINTS_DIR}/last.ckpt"
+#: Lightning's CSV log, one row per logged step.
+METRICS_FILE = "metrics.csv"
+#: Versions and the origin of every component (zoo.training.provenance).
+PROVENANCE_FILE = "provenance.json"
+#: Copies of the plugin folders' sources: ``plugins/<folder name>/<file>.py``.
+PLUGINS_DIR = "plugins"
+#: One line per test item: id, source (as text), hypothesis, references and every per-item metric score.
+TEST_ITEMS_FILE = "test_items.jsonl"
+#: One hypothesis per test item.
+HYPOTHESES_FILE = "test_hypotheses.txt"
+#: The first ``samples`` test items as text.
+SAMPLES_FILE = "samples.txt"
+#: Files whose presence means a directory holds a zoo run (finished, failed, running or killed).
+RUN_MARKERS = (SUMMARY_FILE, CHECKPOINTS_DIR)
