@@ -90,7 +90,8 @@ def prepare(cfg: DictConfig, claim: Claim) -> tuple[Resume, MetricSuite]:
     """Check the config and resolve the resume; only reads (a run stopped before its first checkpoint is emptied,
     under the lock, to start again)."""
     validate(cfg)
-    return plan_resume(cfg, claim), MetricSuite(cfg)
+    metrics = MetricSuite(cfg)
+    return plan_resume(cfg, claim), metrics
 
 
 # ------------------------------------------------------------------------------------------------ build
