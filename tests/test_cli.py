@@ -269,3 +269,13 @@ def test_version(flag, tmp_path):
 
     proc = run_zoo(flag, cwd=tmp_path)
     assert proc.stdout == f"zoo {version('zoo')}\n"
+
+
+def test_the_tasks_commands_are_built_from_the_registry_and_never_hide_zoos_own():
+    from zoo.cli import COMMANDS, all_commands
+    from zoo.inference.predictor import prediction_commands
+
+    listed = all_commands()  # imports the plugins
+    declared = prediction_commands()
+    assert {"translate", "caption"} <= set(declared) and not set(declared) & set(COMMANDS)
+    assert set(listed) == set(COMMANDS) | set(declared)

@@ -84,6 +84,17 @@ def test_fused_path_matches_explicit_path(case, layout):
         assert torch.all(weights[1] == 0)
 
 
+@pytest.mark.parametrize(
+    "name", [n for n in registry.names("attention") if registry.get("attention", n).cls.fused_sdpa]
+)
+def test_a_scorer_that_declares_fused_sdpa_scores_as_the_fused_kernel_does(name):
+    """The fused kernel replaces the scorer's own call, so its declaration must be the truth: q . k / sqrt(d)."""
+    scorer = registry.build("attention", {"name": name}, query_dim=D // H, key_dim=D // H, heads=H)
+    q, k = torch.randn(B, H, T, D // H), torch.randn(B, H, S, D // H)
+    assert torch.allclose(scorer(q, k), q @ k.transpose(-1, -2) / (D // H) ** 0.5, atol=1e-6)
+    assert not list(scorer.parameters()), "the fused kernel would leave its parameters untrained"
+
+
 def test_fused_and_explicit_gradients_agree_with_a_learned_bias():
     attention, pe = mha(), posenc("relative")
     x = torch.randn(B, T, D)

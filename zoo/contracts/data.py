@@ -72,8 +72,9 @@ class SourceDescription:
     """What a frontend is built from: the kind of source and its sizes.
 
     ``kind`` is ``"tokens"`` (``vocab_size`` ids), ``"image"`` (``channels`` x
-    ``height`` x ``width`` pixels) or ``"features"`` (``feature_dim`` floats per
-    position). A frontend checks that it can read the kind it is given.
+    ``height`` x ``width`` pixels), ``"features"`` (``feature_dim`` floats per
+    position), or a kind of a task's own with the sizes it needs (a task of numbers:
+    ``vocab_size`` ids). A frontend checks that it can read the kind it is given.
     """
 
     kind: str
@@ -89,7 +90,7 @@ class SourceDescription:
             "image": f"{self.channels}x{self.height}x{self.width}",
             "features": f"{self.feature_dim} features",
         }
-        return f"{self.kind} ({sizes.get(self.kind, '?')})"
+        return f"{self.kind} ({sizes.get(self.kind, f'{self.vocab_size} ids' if self.vocab_size else '?')})"
 
 
 class Dataset:
