@@ -37,17 +37,18 @@ def probe_model(cfg: Any) -> None:
 
 def run_probe(cfg: Any) -> None:
     description, source, _ = example_source(get("frontend", cfg["frontend"]["name"]).cls, BATCH)
-    model = Seq2Seq(cfg, description, VOCAB).eval()
-    target = torch.randint(4, VOCAB, (BATCH, TARGET_LENGTH))
+    vocab = description.vocab_size or VOCAB  # one vocabulary for a token source, as a joint one may need to be
+    model = Seq2Seq(cfg, description, vocab).eval()
+    target = torch.randint(4, vocab, (BATCH, TARGET_LENGTH))
     target[:, 0] = BOS
     watch = ContractWatch(model)
     with torch.no_grad(), watch:
         try:
             logits = model(source, target).logits
-            held(watch, logits.shape == (BATCH, TARGET_LENGTH, VOCAB), model.decoder, "logits", logits, "(B, T, V)")
+            held(watch, logits.shape == (BATCH, TARGET_LENGTH, vocab), model.decoder, "logits", logits, "(B, T, V)")
             encoded = model.encode(source)
             step, _, _ = model.decoder.step(target[:, 0], encoded, model.decoder.init_cache(encoded), 0)
-            held(watch, step.shape == (BATCH, VOCAB), model.decoder, "step logits", step, "(B, V)")
+            held(watch, step.shape == (BATCH, vocab), model.decoder, "step logits", step, "(B, V)")
         except ContractViolation as broken:
             raise ContractError(str(broken)) from None
         except Exception as error:

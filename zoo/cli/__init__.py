@@ -21,6 +21,7 @@ COMMANDS = {
         "train a model; Hydra overrides follow, e.g. `zoo train encoder=lstm attention=cosine` (--help for groups)",
     ),
     "list": ("catalogue:run", "list registered components with their config fields"),
+    "check": ("check:run", "run the contract checks on components (a plugin of yours, installed or in a folder)"),
     "predict": (
         "predict:predict",
         "use a run on inputs (arguments, or stdin: one output line per input line) as its task reads them",

@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from zoo.contracts.data import SourceDescription
+
 
 class Frontend(nn.Module):
     """Source batch -> vectors. Built as ``cls(cfg, source=SourceDescription)``.
@@ -44,6 +46,13 @@ class Frontend(nn.Module):
     def extract(self, images: torch.Tensor) -> torch.Tensor:
         """Pixels (B, 3, H, W) in [0, 1] -> backbone features (B, rows * columns, feature_dim)."""
         raise NotImplementedError(f"{type(self).__name__} has no backbone to extract features with")
+
+    @classmethod
+    def example_source(cls, batch: int) -> tuple[SourceDescription, torch.Tensor, torch.Tensor | None] | None:
+        """A small source batch of this frontend's kind, for ``zoo check`` and the probe a run makes of its model
+        before data loads: (description, batch, true mask or None when every position is real). None: zoo's own
+        example of a ``tokens``, ``image`` or ``features`` source; a frontend of a new source kind gives one."""
+        return None
 
 
 class PositionalEncoding(nn.Module):
