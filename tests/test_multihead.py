@@ -24,7 +24,8 @@ def posenc(name: str):
     return pe
 
 
-# Key/value layouts: multi-head, grouped-query (2 groups), multi-query, latent (MLA), a latent decompressed into shared heads.
+# Key/value layouts: multi-head, grouped-query (2 groups), multi-query, latent (MLA), a latent decompressed into shared
+# heads.
 LAYOUTS = {
     "mha": {},
     "gqa": {"kv_heads": 2},
@@ -229,7 +230,8 @@ def test_cache_bytes_shrink_with_the_layout():
 
 
 def test_default_layout_is_torch_multi_head_attention():
-    """kv_heads = heads is the classic module: its parameters, and torch.nn.MultiheadAttention's outputs for the same weights."""
+    """kv_heads = heads is the classic module: its parameters, and torch.nn.MultiheadAttention's outputs for the same
+    weights."""
     attention = mha(kv_heads=H)
     shapes = {name: tuple(p.shape) for name, p in attention.named_parameters()}
     assert shapes == {

@@ -296,7 +296,7 @@ def test_missing_plugin_folder_is_a_clear_error(tmp_path):
     assert proc.returncode == 1 and "does not exist" in proc.stderr
 
 
-def test_a_task_with_its_own_kind_of_source_trains_compares_reports_and_predicts(plugin_run, tmp_path):
+def test_a_task_with_its_own_kind_of_source_trains_compares_reports_and_predicts(plugin_run, tmp_path, monkeypatch):
     """conftest.plugin_run trained the folder plugins' `sorting` task (numbers in, numbers sorted out): nothing
     in zoo names it, its source kind, its breakdown or its command."""
     summary = json.loads((plugin_run / "summary.json").read_text())
@@ -320,4 +320,7 @@ def test_a_task_with_its_own_kind_of_source_trains_compares_reports_and_predicts
 
     import zoo
 
+    # zoo.load mounts the run's plugin folder and exports it to $ZOO_PLUGIN_DIRS: kept from the processes that
+    # later tests start, where another folder of the same name would clash with it
+    monkeypatch.setenv("ZOO_PLUGIN_DIRS", os.environ.get("ZOO_PLUGIN_DIRS", ""))
     assert zoo.load(plugin_run).sort(["5 4"]) == sorted_[:1], "from Python under the task's command name too"

@@ -1,4 +1,5 @@
-"""The ``transformer`` decoder: causal self-attention, cross-attention and feed-forward blocks (Vaswani et al., 2017)."""
+"""The ``transformer`` decoder: causal self-attention, cross-attention and feed-forward blocks (Vaswani et al.,
+2017)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class DecoderLayer(nn.Module):
         self.ff_residual = Residual(cfg)
 
     def forward(self, x, enc: EncoderOutput, *, posenc=None, q_offset=0, cache=None, need_self=False, need_cross=False):
-        """x (B, T, D) at positions q_offset.. -> (x, self weights (B, H, T, T') or None, cross weights (B, H, T, S) or None).
+        """x (B, T, D) at positions q_offset.. -> (x, self weights (B, H, T, T') or None,
+        cross weights (B, H, T, S) or None).
 
         ``cache`` is None (teacher forcing) or ``{"self": {...}, "cross": {...}}``, updated in place.
         """
@@ -69,7 +71,7 @@ class DecoderLayer(nn.Module):
 
 @register("decoder", "transformer")
 class TransformerDecoder(Decoder):
-    """Transformer decoder: causal self-attention + cross-attention per layer, any scorer and posenc, tied output (Vaswani et al., 2017).
+    """Transformer decoder: causal self- and cross-attention per layer, any scorer and posenc (Vaswani et al., 2017).
 
     Built as ``cls(cfg, vocab_size=V, memory_dim=D, state_dim=Ds, scorer=<cross-attention scorer cfg>,
     posenc=<posenc cfg>, self_scorer=<self-attention scorer cfg>)`` (``self_scorer`` null:
@@ -180,7 +182,8 @@ class TransformerDecoder(Decoder):
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         """Per layer: an empty self-attention cache and the projected memory, made once per sentence: keys/values
-        (B, kv_heads, S, d), the scorer's prepared keys (B, H, S, ...) and values, or the latent (B, S, kv_latent_dim)."""
+        (B, kv_heads, S, d), the scorer's prepared keys (B, H, S, ...) and values, or the latent
+        (B, S, kv_latent_dim)."""
         return {"layers": [{"self": {}, "cross": layer.cross_attn.project_memory(enc.memory)} for layer in self.layers]}
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):

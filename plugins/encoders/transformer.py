@@ -57,7 +57,7 @@ class EncoderLayer(nn.Module):
 
 @register("encoder", "transformer")
 class TransformerEncoder(Encoder):
-    """Transformer encoder: self-attention blocks over any scorer, pre/post norm, relative posencs inside attention (Vaswani et al., 2017).
+    """Transformer encoder: self-attention blocks, any scorer, pre/post norm, relative posencs (Vaswani et al., 2017).
 
     Built as ``cls(cfg, input_dim=D_in, scorer=<attention cfg>, posenc=<relative posenc cfg> or None)``.
     Absolute position encodings are added to the input by the model before the

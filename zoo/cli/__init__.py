@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     except CommandInterrupted as stop:
         sys.stdout.flush()
         print(f"zoo: interrupted: {stop}", file=sys.stderr)
-        raise SystemExit(128 + stop.signum)
+        raise SystemExit(128 + stop.signum) from None
     except ZooError as error:
         report(error)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     except BrokenPipeError:  # the reader went away (`zoo translate RUN < big.txt | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush must not fail again
-        raise SystemExit(1)
+        raise SystemExit(1) from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -57,7 +57,8 @@ def defaults_list() -> list[Any]:
 
 
 def section(cfg: Any, group: str) -> Any:
-    """The config chosen in ``group``; an optional group left null gives its kind's (``cross_attention`` -> ``attention``)."""
+    """The config chosen in ``group``; an optional group left null gives its kind's
+    (``cross_attention`` -> ``attention``)."""
     chosen = cfg.get(group)
     return cfg[OPTIONAL_GROUPS[group]] if chosen is None and group in OPTIONAL_GROUPS else chosen
 
@@ -67,28 +68,28 @@ ZooConfig = dataclasses.make_dataclass(
     [
         ("defaults", list[Any], field(default_factory=defaults_list)),
         *((kind.name, Any, MISSING) for kind in GROUP_KINDS),
-        *((group, Optional[Any], field(default=None)) for group in OPTIONAL_GROUPS),
+        *((group, Any | None, field(default=None)) for group in OPTIONAL_GROUPS),
         ("seed", int, field(default=1234)),
         ("plugin_dirs", list[str], field(default_factory=list)),
         ("samples", int, field(default=10)),  # sample outputs written to the run directory
         (
             "metrics",
-            Optional[list[Any]],
+            list[Any] | None,
             field(default=None),
         ),  # metric names or {name: ..., option: ...}; null: the task's
         (
             "monitor",
-            Optional[str],
+            str | None,
             field(default=None),
         ),  # the metric that picks checkpoints and stops early; null: the task's
         ("paths", Any, field(default_factory=dict)),
-        # resume=RUN_DIR continues that run in its directory with its saved config (zoo.training.rundir);
+        # resume=RUN_DIR continues that run in its directory with its saved config (zoo.training.resume);
         # resume_mode: null means must with ``resume`` and never without it.
-        ("resume", Optional[str], field(default=None)),
-        ("resume_mode", Optional[ResumeMode], field(default=None)),
+        ("resume", str | None, field(default=None)),
+        ("resume_mode", ResumeMode | None, field(default=None)),
         # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
         ("test", bool, field(default=True)),
-        ("search", Optional[Any], field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
+        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
         ("data", DataConfig, field(default_factory=DataConfig)),
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("optim", OptimConfig, field(default_factory=OptimConfig)),

@@ -194,7 +194,8 @@ class Predictor:
         return self._with_wandb(write_attention_maps, source)
 
     def attention_explorer(self, source: Any) -> Path:
-        """One offline HTML page with every layer and head of one source's attention: ``run_dir/attention/<source>/explorer.html``."""
+        """One offline HTML page with every layer and head of one source's attention:
+        ``run_dir/attention/<source>/explorer.html``."""
         from zoo.viz.explorer import write_attention_explorer
 
         return self._with_wandb(write_attention_explorer, source)

@@ -122,7 +122,8 @@ class MultiHeadAttention(nn.Module):
         return x.unflatten(-1, (heads, self.head_dim)).transpose(1, 2)
 
     def _keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Input (B, S, kdim), or the latent (B, S, kv_latent_dim) -> keys and values, each (B, kv_heads, S, head_dim)."""
+        """Input (B, S, kdim), or the latent (B, S, kv_latent_dim) -> keys and values, each
+        (B, kv_heads, S, head_dim)."""
         if self.kv_proj is None:
             heads = self._split(source, self.kv_heads)
             return heads, heads
@@ -277,7 +278,8 @@ class MultiHeadAttention(nn.Module):
         return out.reshape(batch, heads, length, dim)
 
     def _fold(self, mask: torch.Tensor) -> torch.Tensor:
-        """A mask or bias (b, 1 or H, T or 1, S) (or (H, T, S)) -> rows for folded queries (b, 1 or kv_heads, group * T, S)."""
+        """A mask or bias (b, 1 or H, T or 1, S) (or (H, T, S)) -> rows for folded queries (b, 1 or kv_heads, group *
+        T, S)."""
         mask = mask if mask.dim() == 4 else mask[None]
         batch, heads, rows, keys = mask.shape
         if heads == 1:  # the same for every head: once per query head of a group (rows == 1 broadcasts as it is)
