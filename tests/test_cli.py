@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo, run_zoo
 
 
 def test_train_writes_a_complete_run_directory(trained_run):
@@ -33,8 +33,8 @@ def test_train_writes_a_complete_run_directory(trained_run):
 
 def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
     sentences = ["the dog sees the cat", "a small bird sleeps"]
-    by_args = run_zoo("translate", str(trained_run), *sentences, cwd=tmp_path).stdout.splitlines()
-    by_stdin = run_zoo(
+    by_args = fork_zoo("translate", str(trained_run), *sentences, cwd=tmp_path).stdout.splitlines()
+    by_stdin = fork_zoo(
         "translate", str(trained_run), cwd=tmp_path, stdin="\n".join(sentences) + "\n"
     ).stdout.splitlines()
     assert len(by_args) == 2 and by_args == by_stdin
@@ -45,7 +45,7 @@ def test_translate_arguments_stdin_and_python_api_agree(trained_run, tmp_path):
 
 
 def test_config_typos_are_rejected_before_training(tmp_path):
-    proc = run_zoo(
+    proc = fork_zoo(
         "train",
         "attention=cosine",
         "attention.temprature=5",
@@ -59,21 +59,21 @@ def test_config_typos_are_rejected_before_training(tmp_path):
 
 
 def test_unknown_component_lists_the_registered_ones(tmp_path):
-    proc = run_zoo("train", "attention=nope", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", "attention=nope", cwd=tmp_path, check=False)
     assert proc.returncode != 0
     assert "additive" in proc.stderr and "cosine" in proc.stderr
 
 
 def test_print_config_and_help(tmp_path):
-    job = run_zoo("train", "--cfg", "job", "encoder=lstm", "encoder.bidirectional=false", cwd=tmp_path).stdout
+    job = fork_zoo("train", "--cfg", "job", "encoder=lstm", "encoder.bidirectional=false", cwd=tmp_path).stdout
     assert "bidirectional: false" in job and "name: lstm" in job
-    helptext = run_zoo("train", "--help", cwd=tmp_path).stdout
+    helptext = fork_zoo("train", "--help", cwd=tmp_path).stdout
     for group in ("attention", "encoder", "decoder", "posenc", "tokenizer"):
         assert group in helptext
 
 
 def test_list_shows_every_kind_with_fields_and_provider(tmp_path):
-    out = run_zoo("list", cwd=tmp_path).stdout
+    out = fork_zoo("list", cwd=tmp_path).stdout
     for kind in ("encoder:", "decoder:", "attention:", "tokenizer:", "dataset:", "frontend:", "posenc:"):
         assert kind in out
     assert "temperature: float = 10.0" in out
@@ -81,7 +81,7 @@ def test_list_shows_every_kind_with_fields_and_provider(tmp_path):
 
 
 def test_issue_example_and_sweep(tmp_path):
-    run_zoo(
+    fork_zoo(
         "train",
         "encoder=lstm",
         "encoder.bidirectional=false",
@@ -94,16 +94,16 @@ def test_issue_example_and_sweep(tmp_path):
         cwd=tmp_path,
     )
     assert json.loads((tmp_path / "one" / "summary.json").read_text())["components"]["tokenizer"]["name"] == "char"
-    run_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    fork_zoo("train", "-m", "attention=dot,cosine", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert [json.loads(p.read_text())["components"]["attention"]["name"] for p in summaries] == ["dot", "cosine"]
-    table = run_zoo("compare", str(tmp_path / "sweep"), "--format", "markdown", cwd=tmp_path).stdout
+    table = fork_zoo("compare", str(tmp_path / "sweep"), "--format", "markdown", cwd=tmp_path).stdout
     assert "| attention=dot | 1 |" in table and "| attention=cosine | 1 |" in table and "| n | bleu | chrf |" in table
 
 
 def test_existing_run_directory_is_never_overwritten(trained_run, tmp_path):
     before = (trained_run / "summary.json").read_bytes()
-    proc = run_zoo("train", *TINY, f"hydra.run.dir={trained_run}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", *TINY, f"hydra.run.dir={trained_run}", cwd=tmp_path, check=False)
     assert proc.returncode == 1
     assert "already holds a run" in proc.stderr
     assert (trained_run / "summary.json").read_bytes() == before
@@ -115,38 +115,44 @@ def test_corrupt_checkpoint_gives_one_line_error(trained_run, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(trained_run, copy)
     (copy / "checkpoints" / "best.ckpt").write_bytes(b"not a checkpoint")
-    proc = run_zoo("translate", str(copy), "the dog", cwd=tmp_path, check=False)
+    proc = fork_zoo("translate", str(copy), "the dog", cwd=tmp_path, check=False)
     assert proc.returncode == 1
     assert proc.stderr.startswith("zoo: error:") and "corrupt" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_missing_run_directory(tmp_path):
-    proc = run_zoo("translate", str(tmp_path / "nowhere"), "x", cwd=tmp_path, check=False)
+    proc = fork_zoo("translate", str(tmp_path / "nowhere"), "x", cwd=tmp_path, check=False)
     assert proc.returncode == 1 and "not a zoo run directory" in proc.stderr
 
 
 def test_no_command_prints_usage(tmp_path):
-    proc = run_zoo(cwd=tmp_path, check=False)
+    proc = fork_zoo(cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "usage: zoo" in proc.stderr
 
 
 def test_a_clean_run_writes_nothing_to_stderr(tmp_path):
     """stderr is for what went wrong: a library's notice at every checkpoint would bury a real warning."""
-    proc = run_zoo("train", *TINY, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    proc = run_zoo(  # a fresh interpreter: warnings raised while importing count too
+        "train", *TINY, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path
+    )
     assert proc.stderr.strip() == ""
 
 
 def test_same_seed_repeats_a_cpu_run_exactly(tmp_path):
     losses = []
     for name in ("a", "b"):
-        run_zoo("train", *TINY, "seed=7", f"hydra.run.dir={tmp_path / name}", cwd=tmp_path)
+        run_zoo(  # fresh interpreters, each with its own hash seed
+            "train", *TINY, "seed=7", f"hydra.run.dir={tmp_path / name}", cwd=tmp_path
+        )
         losses.append((tmp_path / name / "metrics.csv").read_text())
     assert losses[0] == losses[1]
 
 
 def test_wandb_logger_writes_an_offline_run(tmp_path):
-    run_zoo("train", *TINY, "logger=wandb", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env={"WANDB_MODE": None})
+    fork_zoo(
+        "train", *TINY, "logger=wandb", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env={"WANDB_MODE": None}
+    )
     assert list((tmp_path / "run" / "wandb").glob("offline-run-*")), "logger=wandb must default to offline"
 
 
@@ -157,7 +163,7 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
             (tmp_path / root).mkdir(exist_ok=True)
             (tmp_path / root / f"{split}.de").write_text("".join(f"ein satz {i}\n" for i in range(6)))
             (tmp_path / root / f"{split}.en").write_text("".join(f"a sentence {i}\n" for i in range(english_lines)))
-    proc = run_zoo(
+    proc = fork_zoo(
         "train",
         "-m",
         "dataset=parallel",
@@ -181,7 +187,7 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 def test_translate_stdin_keeps_one_output_line_per_input_line(trained_run, tmp_path):
     stdin = "the dog sees the cat\n\n   \na small bird sleeps\n\n"
-    out = run_zoo("translate", str(trained_run), cwd=tmp_path, stdin=stdin).stdout.split("\n")
+    out = fork_zoo("translate", str(trained_run), cwd=tmp_path, stdin=stdin).stdout.split("\n")
     assert out[-1] == "" and len(out[:-1]) == 5, "five input lines, five output lines"
     assert out[1] == out[2] == out[4] == "", "a blank input line gives a blank output line"
 
@@ -191,7 +197,7 @@ def test_translate_stdin_keeps_one_output_line_per_input_line(trained_run, tmp_p
 
 
 def test_translate_an_empty_argument_prints_an_empty_line(trained_run, tmp_path):
-    assert run_zoo("translate", str(trained_run), "", cwd=tmp_path).stdout == "\n", "not an invented translation"
+    assert fork_zoo("translate", str(trained_run), "", cwd=tmp_path).stdout == "\n", "not an invented translation"
 
 
 def test_translate_options_stand_before_and_after_sentences(trained_run, tmp_path):
@@ -207,7 +213,7 @@ def test_translate_options_stand_before_and_after_sentences(trained_run, tmp_pat
         "--batch-size",
         "1",
     ]
-    out = run_zoo(*args, cwd=tmp_path).stdout.splitlines()
+    out = fork_zoo(*args, cwd=tmp_path).stdout.splitlines()
 
     import zoo
 
@@ -217,9 +223,9 @@ def test_translate_options_stand_before_and_after_sentences(trained_run, tmp_pat
 def test_translate_checkpoint_last_and_a_missing_one(trained_run, tmp_path):
     from zoo.inference import Predictor, RunLoadError
 
-    out = run_zoo("translate", str(trained_run), "the dog", "--checkpoint", "last", cwd=tmp_path).stdout.splitlines()
+    out = fork_zoo("translate", str(trained_run), "the dog", "--checkpoint", "last", cwd=tmp_path).stdout.splitlines()
     assert out == Predictor.from_run(trained_run, "last").translate(["the dog"])
-    proc = run_zoo("translate", str(trained_run), "the dog", "--checkpoint", "nope.ckpt", cwd=tmp_path, check=False)
+    proc = fork_zoo("translate", str(trained_run), "the dog", "--checkpoint", "nope.ckpt", cwd=tmp_path, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("zoo: error: checkpoint nope.ckpt") and len(proc.stderr.strip().splitlines()) == 1
     no_last = tmp_path / "no_last"
@@ -242,7 +248,7 @@ def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path
     assert done.value.code == 0 and "--decode" in helptext
     for field in dataclasses.fields(DecodeConfig):
         assert "--" + field.name.replace("_", "-") in helptext, f"decode.{field.name} has no option"
-    run_zoo(
+    fork_zoo(
         "translate",
         str(trained_run),
         "the dog",
@@ -258,7 +264,7 @@ def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path
         (["--beam-size", "0"], "zoo: error: --beam-size 0 must be >= 1"),
         (["--length-penalty", "nope"], "zoo: error: argument --length-penalty: invalid choice"),
     ):
-        proc = run_zoo("translate", str(trained_run), "the dog", *bad, cwd=tmp_path, check=False)
+        proc = fork_zoo("translate", str(trained_run), "the dog", *bad, cwd=tmp_path, check=False)
         assert proc.returncode != 0 and proc.stdout == ""
         assert proc.stderr.startswith(message) and len(proc.stderr.strip().splitlines()) == 1
 
@@ -267,7 +273,7 @@ def test_translate_takes_every_decoding_field_as_an_option(trained_run, tmp_path
 def test_version(flag, tmp_path):
     from importlib.metadata import version
 
-    proc = run_zoo(flag, cwd=tmp_path)
+    proc = fork_zoo(flag, cwd=tmp_path)
     assert proc.stdout == f"zoo {version('zoo')}\n"
 
 

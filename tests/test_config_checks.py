@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from conftest import ROOT, run_zoo
+from conftest import ROOT, fork_zoo
 from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
@@ -239,7 +239,7 @@ def test_the_default_config_and_every_preset_pass(experiment):
 
 def test_zoo_train_stops_on_a_bad_range_before_anything_trains(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_zoo("train", "decode.beam_size=0", f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", "decode.beam_size=0", f"hydra.run.dir={run_dir}", cwd=tmp_path, check=False)
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("zoo: error:")]
     assert len(errors) == 1 and "decode.beam_size=0 must be >= 1" in errors[0]
@@ -259,7 +259,7 @@ def test_zoo_train_stops_on_a_bad_range_before_anything_trains(tmp_path):
     ],
 )
 def test_an_override_that_does_not_compose_is_one_line_and_starts_nothing(tmp_path, overrides, message):
-    proc = run_zoo(
+    proc = fork_zoo(
         "train",
         *overrides,
         f"hydra.run.dir={tmp_path / 'run'}",
@@ -281,7 +281,7 @@ def test_fp16_on_the_cpu_is_refused_naming_what_to_use(precision):
 
 
 def test_zoo_train_refuses_fp16_on_the_cpu_in_one_line(tmp_path):
-    proc = run_zoo(
+    proc = fork_zoo(
         "train", "trainer.precision=16-mixed", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False
     )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr

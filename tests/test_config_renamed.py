@@ -1,10 +1,10 @@
 """Moved options: the old spelling gets one line naming the new one, before anything is composed."""
 
-from conftest import run_zoo
+from conftest import fork_zoo
 
 
 def test_an_old_option_name_points_to_its_new_spelling(tmp_path):
-    proc = run_zoo("train", "data.joint_vocab=true", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", "data.joint_vocab=true", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, check=False)
     assert proc.returncode == 1
     assert proc.stderr.strip() == "zoo: error: data.joint_vocab is now task.joint_vocab; write task.joint_vocab=true"
     assert not (tmp_path / "run").exists()

@@ -17,7 +17,7 @@ import torch
 from zoo import registry
 from zoo.checks import all_cases, run_case
 from zoo.contracts import Encoder, Scorer
-from zoo.registry import discovery, entries
+from zoo.registry import discovery
 
 discovery.discover()
 D = 32
@@ -80,6 +80,7 @@ class TwiceSeen(Scorer):
 
 def test_the_same_plugin_from_a_folder_and_a_package_is_registered_once(tmp_path, monkeypatch):
     """A run trained from a plugin folder, loaded where that plugin is also installed as a package."""
+    entries = sys.modules["zoo.registry.entries"]  # the module (zoo.registry.entries is also a function)
     monkeypatch.setattr(entries, "_ENTRIES", dict(entries._ENTRIES))  # the registry as it was, afterwards
     first, second = tmp_path / "folder" / "twice.py", tmp_path / "package" / "twice.py"
     for path in (first, second):

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 from lightning.fabric.utilities.data import _set_sampler_epoch
 from omegaconf import OmegaConf
 
@@ -181,7 +181,7 @@ def test_a_training_pair_wider_than_a_batch_is_skipped_with_a_count(tmp_path):
     own) is skipped, counted in the log, and the run trains on the rest."""
     tsv_corpus(tmp_path / "corpus", "train", long_words=3000)
     run_dir = tmp_path / "run"
-    run_zoo(
+    fork_zoo(
         "train",
         "dataset=parallel",
         f"dataset.root={tmp_path / 'corpus'}",

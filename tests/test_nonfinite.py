@@ -8,7 +8,7 @@ import re
 import textwrap
 
 import torch
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 
 # A test-only decoder: the rnn decoder, broken on purpose from one training step on, deterministically.
 BREAKS = '''
@@ -75,7 +75,7 @@ def error_lines(stderr: str) -> list[str]:
 def failed_training(tmp_path, *overrides: str):
     """A tiny run that must fail: one error line naming the options to change, a failed summary."""
     run_dir = tmp_path / "run"
-    proc = run_zoo(
+    proc = fork_zoo(
         "train",
         *TINY,
         *overrides,
@@ -174,7 +174,7 @@ def test_a_finite_loss_far_above_chance_is_divergence(tmp_path):
 def test_a_diverging_job_fails_in_a_sweep_and_the_others_run_on(tmp_path):
     """A real divergence: AdamW with lr 1e6 on the tiny default model."""
     sweep = tmp_path / "sweep"
-    proc = run_zoo("train", "-m", *TINY, "optim.lr=1e6,2e-3", f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", "-m", *TINY, "optim.lr=1e6,2e-3", f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr[-3000:]
     diverged = json.loads((sweep / "0" / "summary.json").read_text())
     assert diverged["status"] == "failed"

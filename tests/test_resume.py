@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY, run_zoo
+from conftest import TINY, fork_zoo
 
 
 def run_args(max_steps: int = 15) -> list[str]:
@@ -67,7 +67,7 @@ def assert_same_run(straight: Path, resumed: Path) -> None:
 def straight(tmp_path_factory) -> Path:
     """The reference: 15 steps without a stop."""
     work = tmp_path_factory.mktemp("straight")
-    run_zoo("train", *RUN, f"hydra.run.dir={work / 'run'}", cwd=work)
+    fork_zoo("train", *RUN, f"hydra.run.dir={work / 'run'}", cwd=work)
     return work / "run"
 
 
@@ -104,9 +104,9 @@ def run_stopped(tmp_path: Path, run_dir: Path, stop_at: int, signame: str = "SIG
 def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
     """7 steps (the run ends at a mid-epoch validation), then resume=RUN_DIR with more steps: the same 15 steps."""
     run_dir = tmp_path / "run"
-    run_zoo("train", *run_args(max_steps=7), f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    fork_zoo("train", *run_args(max_steps=7), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert summary(run_dir)["status"] == "finished"
-    run_zoo("train", f"resume={run_dir}", "trainer.max_steps=15", cwd=tmp_path)
+    fork_zoo("train", f"resume={run_dir}", "trainer.max_steps=15", cwd=tmp_path)
     assert summary(run_dir)["resumes"][0] == {**summary(run_dir)["resumes"][0], "step": 7, "from": "finished"}
     assert_same_run(straight, run_dir)
 
@@ -127,7 +127,7 @@ def test_a_signal_writes_last_ckpt_and_a_resume_ends_as_the_straight_run(straigh
     assert record["status"] == "interrupted" and record["resumable"] and record["step"] == stop_at + 1
     assert not (run_dir / ".zoo.lock").exists()
     assert not list((run_dir / "checkpoints").glob("*.partial"))
-    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     assert_same_run(straight, run_dir)
 
 
@@ -159,7 +159,7 @@ def test_sigterm_from_outside_mid_epoch_then_resume_to_the_end(tmp_path):
     stopped = summary(run_dir)
     assert stopped["status"] == "interrupted" and 0 < stopped["step"] < 100
 
-    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     done = summary(run_dir)
     assert done["status"] == "finished" and done["resumes"][0]["step"] == stopped["step"]
     steps = [v["step"] for v in done["validations"]]
@@ -181,7 +181,7 @@ def finished_run(trained_run, tmp_path) -> Path:
 def test_an_incompatible_override_is_refused_naming_the_key_and_changes_nothing(finished_run, tmp_path):
     trained_run = finished_run
     before = {p: p.stat().st_mtime_ns for p in trained_run.rglob("*")}
-    proc = run_zoo("train", f"resume={trained_run}", "encoder.hidden_size=64", cwd=tmp_path, check=False)
+    proc = fork_zoo("train", f"resume={trained_run}", "encoder.hidden_size=64", cwd=tmp_path, check=False)
     assert proc.returncode == 1
     line = proc.stderr.strip().splitlines()[-1]
     assert line.startswith("zoo: error: cannot resume") and "encoder.hidden_size=64" in line
@@ -193,7 +193,7 @@ def test_a_run_held_by_another_process_is_not_resumed(finished_run, tmp_path):
 
     lock = Lock(finished_run, "run directory")  # this process holds it while zoo tries to resume the run
     try:
-        proc = run_zoo("train", f"resume={finished_run}", cwd=tmp_path, check=False)
+        proc = fork_zoo("train", f"resume={finished_run}", cwd=tmp_path, check=False)
     finally:
         lock.release()
     assert proc.returncode == 1 and f"being written by another zoo process (pid {os.getpid()}," in proc.stderr
@@ -263,16 +263,16 @@ def test_a_checkpoint_write_cut_off_never_replaces_the_good_one(tmp_path, monkey
 def test_a_sweep_resumed_with_auto_skips_finished_jobs_and_finishes_the_others(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["train", "-m", *TINY, "seed=1,2", f"hydra.sweep.dir={sweep}"]
-    run_zoo(*args, cwd=tmp_path)
+    fork_zoo(*args, cwd=tmp_path)
     # Job 1 is cut off (as if killed after a checkpoint): its record says so.
     record = summary(sweep / "1")
     (sweep / "1" / "summary.json").write_text(json.dumps({**record, "status": "interrupted"}))
     finished_0 = (sweep / "0" / "summary.json").read_text()
 
-    refused = run_zoo(*args, cwd=tmp_path, check=False)
+    refused = fork_zoo(*args, cwd=tmp_path, check=False)
     assert refused.returncode == 1 and "resume_mode=auto" in refused.stderr
 
-    proc = run_zoo(*args, "resume_mode=auto", cwd=tmp_path)
+    proc = fork_zoo(*args, "resume_mode=auto", cwd=tmp_path)
     assert f"{sweep / '0'} finished already; skipped" in proc.stderr
     assert (sweep / "0" / "summary.json").read_text() == finished_0
     again = summary(sweep / "1")
@@ -295,7 +295,7 @@ def test_a_resumed_run_logs_into_the_same_wandb_run(tmp_path):
     )
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
     run_id = summary(run_dir)["wandb_run_id"]
-    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     assert summary(run_dir)["wandb_run_id"] == run_id
     runs = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs), runs
@@ -321,5 +321,5 @@ def test_a_killed_run_resumes_from_its_timed_checkpoint_at_once(straight, tmp_pa
     assert ckpt["global_step"] == 8  # written by the timer after step 8, which no validation follows
 
     assert (run_dir / ".zoo.lock").exists()
-    run_zoo("train", f"resume={run_dir}", cwd=tmp_path)
+    fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     assert_same_run(straight, run_dir)

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import run_zoo
+from conftest import fork_zoo
 from test_compare import SENTENCES, summary, write, write_items
 
 from zoo.report.compare import Leaderboard, compare
@@ -110,7 +110,7 @@ def test_p_values_are_the_same_in_every_process(tmp_path):
             write_items(tmp_path / f"{name}{seed}", hypotheses)
     other_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"  # unset or "random": this one's is random
     outputs = [
-        run_zoo(
+        fork_zoo(
             "compare",
             str(tmp_path),
             "--format",
