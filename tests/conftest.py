@@ -53,8 +53,11 @@ def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = 
     return proc
 
 
-def _forked_zoo(args: list[str], cwd: str, env: dict[str, str], out: str, err: str, stdin: str | None) -> None:
-    """The body of a forked ``zoo ARGS`` (:class:`ForkedZoo`): what ``python -m zoo.cli ARGS`` does once imported."""
+def _forked_zoo(
+    args: list[str], cwd: str, env: dict[str, str], out: str, err: str, stdin: str | None, prepare=None
+) -> None:
+    """The body of a forked ``zoo ARGS`` (:class:`ForkedZoo`): what ``python -m zoo.cli ARGS`` does once imported,
+    after ``prepare()`` (a module-level function: a test's hook into the run) where one is given."""
     os.chdir(cwd)
     had = os.environ.get("PYTHONPATH", "").split(os.pathsep)  # the server's own, on its sys.path already
     given = [folder for folder in env.get("PYTHONPATH", "").split(os.pathsep) if folder and folder not in had]
@@ -70,6 +73,8 @@ def _forked_zoo(args: list[str], cwd: str, env: dict[str, str], out: str, err: s
     try:
         from zoo.cli import main
 
+        if prepare is not None:
+            prepare()
         main(args)
         code = 0
     except SystemExit as stop:  # as the interpreter ends on one
@@ -96,7 +101,7 @@ class ForkedZoo:
     pool of workers (hydra/launcher=joblib: loky's pool outlives the job here for minutes), use :func:`run_zoo`.
     """
 
-    def __init__(self, *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None):
+    def __init__(self, *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, prepare=None):
         import tempfile
 
         context = multiprocessing.get_context("forkserver")
@@ -112,7 +117,7 @@ class ForkedZoo:
             Path(given).write_text(stdin)
         self.process = context.Process(
             target=_forked_zoo,
-            args=(self.args, str(cwd), full_env, self._out, self._err, None if stdin is None else given),
+            args=(self.args, str(cwd), full_env, self._out, self._err, None if stdin is None else given, prepare),
         )
         self.process.start()
         self.pid = self.process.pid

@@ -12,14 +12,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY, fork_zoo
+from conftest import TINY, ForkedZoo, fork_zoo
 
 
 def run_args(max_steps: int = 15) -> list[str]:
@@ -72,33 +70,28 @@ def straight(tmp_path_factory) -> Path:
 
 
 # A run that signals itself in the middle of the step at ``global_step == $STOP_AT`` (deterministic).
-SELF_SIGNAL = textwrap.dedent("""
-    import os, signal, sys
+def signal_at_step() -> None:
+    """In a forked run: send this process $SIGNAL when training reaches step $STOP_AT (once)."""
     from zoo.training.module import ZooModule
-    step, original = ZooModule.training_step, {}
+
+    step, sent = ZooModule.training_step, []
+
     def training_step(self, batch, batch_idx):
-        if self.trainer.global_step == int(os.environ["STOP_AT"]) and not original:
-            original["sent"] = True
+        if self.trainer.global_step == int(os.environ["STOP_AT"]) and not sent:
+            sent.append(True)
             os.kill(os.getpid(), getattr(signal, os.environ["SIGNAL"]))
         return step(self, batch, batch_idx)
+
     ZooModule.training_step = training_step
-    from zoo.training.entry import main
-    main(sys.argv[1:])
-""")
 
 
-def run_stopped(tmp_path: Path, run_dir: Path, stop_at: int, signame: str = "SIGTERM") -> subprocess.CompletedProcess:
-    script = tmp_path / "self_signal.py"
-    script.write_text(SELF_SIGNAL)
-    env = {**os.environ, "STOP_AT": str(stop_at), "SIGNAL": signame, "WANDB_MODE": "offline"}
-    return subprocess.run(
-        [sys.executable, str(script), *RUN, f"hydra.run.dir={run_dir}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+def run_stopped(
+    tmp_path: Path, run_dir: Path, stop_at: int, signame: str = "SIGTERM", extra: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """A run of :data:`RUN` that signals itself at step ``stop_at``, in a process forked from the zoo server."""
+    env = {"STOP_AT": str(stop_at), "SIGNAL": signame}
+    run = ForkedZoo("train", *RUN, *extra, f"hydra.run.dir={run_dir}", cwd=tmp_path, env=env, prepare=signal_at_step)
+    return run.wait(check=False)
 
 
 def test_half_the_steps_then_resume_equals_the_straight_run(straight, tmp_path):
@@ -134,16 +127,8 @@ def test_a_signal_writes_last_ckpt_and_a_resume_ends_as_the_straight_run(straigh
 def test_sigterm_from_outside_mid_epoch_then_resume_to_the_end(tmp_path):
     """A real pre-emption: SIGTERM from another process while the run trains; the resumed run ends where it should."""
     run_dir = tmp_path / "run"
-    slow = [*TINY, "trainer.max_epochs=20", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
-    env = {**os.environ, "WANDB_MODE": "offline"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "zoo.cli", "train", *slow, f"hydra.run.dir={run_dir}"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    slow = [*TINY, "trainer.max_epochs=6", "trainer.val_check_interval=0.4", "trainer.patience=1000"]
+    proc = ForkedZoo("train", *slow, f"hydra.run.dir={run_dir}", cwd=tmp_path)
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         try:
@@ -153,18 +138,18 @@ def test_sigterm_from_outside_mid_epoch_then_resume_to_the_end(tmp_path):
             pass
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    stderr = proc.wait(check=False).stderr
+    assert proc.poll() == 128 + signal.SIGTERM, stderr[-3000:]
     assert "zoo train resume=" in stderr.strip().splitlines()[-1]
     stopped = summary(run_dir)
-    assert stopped["status"] == "interrupted" and 0 < stopped["step"] < 100
+    assert stopped["status"] == "interrupted" and 0 < stopped["step"] < 30
 
     fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     done = summary(run_dir)
     assert done["status"] == "finished" and done["resumes"][0]["step"] == stopped["step"]
     steps = [v["step"] for v in done["validations"]]
-    # 20 epochs of 5 steps, validated after the 2nd and 4th batch of each: the curve goes on without a gap or a repeat
-    assert steps == [5 * epoch + k for epoch in range(20) for k in (2, 4)] and done["steps"] == 100
+    # 6 epochs of 5 steps, validated after the 2nd and 4th batch of each: the curve goes on without a gap or a repeat
+    assert steps == [5 * epoch + k for epoch in range(6) for k in (2, 4)] and done["steps"] == 30
     assert done["validations"][: len(stopped["validations"])] == stopped["validations"]
     rows = (run_dir / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("epoch,step") and len({r for r in rows}) == len(rows)  # nothing logged twice
@@ -282,17 +267,7 @@ def test_a_sweep_resumed_with_auto_skips_finished_jobs_and_finishes_the_others(t
 def test_a_resumed_run_logs_into_the_same_wandb_run(tmp_path):
     pytest.importorskip("wandb")
     run_dir = tmp_path / "run"
-    script = tmp_path / "self_signal.py"
-    script.write_text(SELF_SIGNAL)
-    env = {**os.environ, "STOP_AT": "2", "SIGNAL": "SIGTERM", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    stopped = subprocess.run(
-        [sys.executable, str(script), *RUN, "logger=wandb", f"hydra.run.dir={run_dir}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    stopped = run_stopped(tmp_path, run_dir, 2, extra=("logger=wandb",))
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
     run_id = summary(run_dir)["wandb_run_id"]
     fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
@@ -305,16 +280,7 @@ def test_a_killed_run_resumes_from_its_timed_checkpoint_at_once(straight, tmp_pa
     """SIGKILL (no chance to write anything): last.ckpt from the timer holds the step before; the lock died with the
     process (its file, left behind, locks nothing), and the resumed run ends as the straight one."""
     run_dir = tmp_path / "run"
-    script = tmp_path / "self_signal.py"
-    script.write_text(SELF_SIGNAL)
-    env = {**os.environ, "STOP_AT": "8", "SIGNAL": "SIGKILL", "WANDB_MODE": "offline"}
-    killed = subprocess.run(
-        [sys.executable, str(script), *RUN, "trainer.checkpoint_every_minutes=0.000001", f"hydra.run.dir={run_dir}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    killed = run_stopped(tmp_path, run_dir, 8, "SIGKILL", extra=("trainer.checkpoint_every_minutes=0.000001",))
     assert killed.returncode == -signal.SIGKILL
     assert summary(run_dir)["status"] == "running"
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
