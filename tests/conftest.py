@@ -19,6 +19,29 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The files that take longest (docs/results.md, "The test suite"), started first: pytest-xdist's loadfile deals
+#: whole files to the workers in collection order, so a long file dealt last would leave the other worker idle.
+LONGEST_FIRST = (
+    "test_presets_sweeps.py",
+    "test_resume.py",
+    "test_bad_inputs.py",
+    "test_cli.py",
+    "test_distributed.py",
+    "test_presets.py",
+    "test_captioning.py",
+    "test_signals.py",
+    "test_search.py",
+    "test_launchers.py",
+    "test_bad_inputs_messages.py",
+)
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """The longest files first, each file's tests in their own order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 # Overrides that make a real training run take seconds: tiny data, tiny model, one epoch.
 TINY = [
     "experiment=smoke",
