@@ -45,7 +45,7 @@ def preempted(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("submitit")
     long = [
         *TINY,
-        "trainer.max_epochs=8",
+        "trainer.max_epochs=5",
         "trainer.val_check_interval=0.4",
         "trainer.patience=1000",
         "dataset.val_size=8",
@@ -62,7 +62,7 @@ def preempted(tmp_path_factory) -> Path:
 def test_a_submitit_sweep_runs_every_job_to_its_summary(preempted):
     for job, seed in (("0", 3), ("1", 4)):
         record = summary(preempted.parent / job)
-        assert record["status"] == "finished" and record["seed"] == seed and record["steps"] == 40
+        assert record["status"] == "finished" and record["seed"] == seed and record["steps"] == 25
         assert not (preempted.parent / job / ".zoo.lock").exists()
     assert not summary(preempted.parent / "1").get("resumes"), "the job left alone ran straight through"
 
@@ -79,10 +79,10 @@ def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directo
     assert "Requeued job" in job_logs
     done = summary(preempted)
     (resume,) = done["resumes"]
-    assert resume["from"] == "interrupted" and 0 < resume["step"] < 40
-    assert done["status"] == "finished" and done["steps"] == 40  # 8 epochs of 5 batches: nothing lost, nothing twice
+    assert resume["from"] == "interrupted" and 0 < resume["step"] < 25
+    assert done["status"] == "finished" and done["steps"] == 25  # 5 epochs of 5 batches: nothing lost, nothing twice
     steps = [v["step"] for v in done["validations"]]
-    assert steps == [5 * epoch + k for epoch in range(8) for k in (2, 4)]
+    assert steps == [5 * epoch + k for epoch in range(5) for k in (2, 4)]
 
 
 def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
