@@ -80,10 +80,6 @@ def source_mask() -> torch.Tensor:
     return torch.arange(S)[None, :] < LENGTHS[:, None]
 
 
-def source_ids() -> torch.Tensor:
-    return torch.randint(4, V, (B, S)).masked_fill(~source_mask(), PAD)
-
-
 def target_ids() -> torch.Tensor:
     y = torch.randint(4, V, (B, T))
     y[:, 0] = BOS
