@@ -33,6 +33,7 @@ from zoo.checks.inputs import (
     source_mask,
     target_ids,
 )
+from zoo.checks.shapes import output_problem
 from zoo.contracts import EncoderOutput, Scorer
 from zoo.nn.attention import attend
 
@@ -56,9 +57,7 @@ def check_scorer(name: str, heads: int, tmp: Path) -> None:
     q = torch.randn(B, heads, T, dim, requires_grad=True)
     k = torch.randn(B, heads, S, dim, requires_grad=True)
     scores = scorer(q, k)
-    expect(
-        scores.shape == (B, heads, T, S), f"scores {tuple(scores.shape)}, expected (B, H, T, S) = {(B, heads, T, S)}"
-    )
+    expect(not (problem := output_problem(scorer, (q, k), scores)), problem)
     if not scorer.attends:
         return
     close(
@@ -116,11 +115,7 @@ def check_encoder_shapes(name: str, scorer: str | None, layout: str, tmp: Path) 
     mask = source_mask()
     x = torch.randn(B, S, D, requires_grad=True)
     out = encoder(x, mask)
-    expect(
-        out.memory.shape == (B, S, encoder.output_dim), f"memory {tuple(out.memory.shape)}, expected (B, S, output_dim)"
-    )
-    expect(out.state.shape == (B, encoder.state_dim), f"state {tuple(out.state.shape)}, expected (B, state_dim)")
-    expect(torch.equal(out.mask, mask), "the output mask differs from the input mask")
+    expect(not (problem := output_problem(encoder, (x, mask), out)), problem)
     # A loss over real positions and the summary; something trainable (the input stands in for the embedding) learns.
     (out.memory[mask].sum() + out.state.sum()).backward()
     trainable = [x] + [p for p in encoder.parameters() if p.requires_grad]
