@@ -5,8 +5,10 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -16,6 +18,11 @@ import torch
 # Tests run in parallel (pytest-xdist, one worker per core); one thread each avoids oversubscription.
 torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Prepared data (zoo prepare) goes to one folder per test process, never to the user's ~/.cache/zoo; runs of the
+# same data share it, as a user's runs do.
+if "ZOO_CACHE_DIR" not in os.environ:
+    os.environ["ZOO_CACHE_DIR"] = tempfile.mkdtemp(prefix="zoo-cache-")
+    atexit.register(shutil.rmtree, os.environ["ZOO_CACHE_DIR"], True)
 
 ROOT = Path(__file__).resolve().parent.parent
 

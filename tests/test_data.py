@@ -1,5 +1,6 @@
 """The data module: items to encoded rows, codecs in the run directory, token-budget batches, padding and shuffling."""
 
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -34,7 +35,8 @@ def config(dataset=None, tokenizer="word", seed=7, joint_vocab=False, **data):
             "dataset": dataset,
             "tokenizer": registry.default_config("tokenizer", tokenizer),
             "frontend": registry.default_config("frontend", "tokens"),
-            "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, **data},
+            "data": {"max_tokens": MAX_TOKENS, "max_len": 64, "num_workers": 0, "prepare": True, **data},
+            "paths": {"cache": os.environ["ZOO_CACHE_DIR"]},
         }
     )
 
@@ -56,7 +58,7 @@ def test_every_batch_keeps_the_token_budget_and_every_pair_appears_once(data):
             rows, width = batch["source"].size(0), max(batch["source"].size(1), batch["target_in"].size(1))
             assert rows * width <= MAX_TOKENS
         seen = sorted(i for batch in batches for i in batch["index"].tolist())
-        assert seen == sorted(i for _, _, i in data.encoded[split].rows)
+        assert seen == sorted(i for _, _, i in list(data.encoded[split]))
     assert len(data.encoded["val"]) == len(data.items["val"]) == 15
 
 
@@ -80,7 +82,7 @@ def test_padding_bos_eos_and_text_alignment(data):
 def test_evaluation_batches_are_sorted_and_fixed(data):
     first = [b["index"].tolist() for b in data.test_dataloader()]
     assert first == [b["index"].tolist() for b in data.test_dataloader()]
-    sizes = {i: s for (_, _, i), s in zip(data.encoded["test"].rows, data.encoded["test"].sizes)}
+    sizes = {i: s for (_, _, i), s in zip(list(data.encoded["test"]), data.encoded["test"].sizes)}
     flat = [sizes[i] for batch in first for i in batch]
     assert flat == sorted(flat)
 
@@ -117,9 +119,7 @@ def test_joint_vocabulary_is_one_tokenizer(tmp_path):
     loaded = zoo.data.datamodule.build_task(config(joint_vocab=True))
     loaded.load(tmp_path)
     assert loaded.source_tokenizer is loaded.target_tokenizer
-    text = [item.source for item in module.items["train"][:3]] + [
-        item.references[0] for item in module.items["train"][:3]
-    ]
+    text = [item.source for item in module.items["val"][:3]] + [item.references[0] for item in module.items["val"][:3]]
     assert loaded.encode_targets(text) == module.task.encode_targets(text)
 
 
@@ -135,7 +135,7 @@ def test_vocabulary_comes_from_the_training_split_only(tmp_path):
     dataset = registry.default_config("dataset", "parallel", root=str(root), test="test")
     module = ZooDataModule(config(dataset=dataset), tmp_path / "run")
     module.setup()
-    ((val_source, val_target, _),) = module.encoded["val"].rows
+    ((val_source, val_target, _),) = list(module.encoded["val"])
     assert val_source[1] == UNK and val_target[1] == UNK
     assert module.task.target_vocab_size == 4 + 2
 
@@ -143,8 +143,8 @@ def test_vocabulary_comes_from_the_training_split_only(tmp_path):
 def test_long_training_pairs_are_skipped_but_evaluation_keeps_all(tmp_path):
     module = ZooDataModule(config(max_len=8), tmp_path)
     module.setup()
-    train = module.encoded["train"].rows
-    assert 0 < len(train) < len(module.items["train"])
+    train = list(module.encoded["train"])
+    assert 0 < len(train) < len(module.prepared.target_item("train")) == 120
     assert all(len(src) <= 8 and len(tgt) + 1 <= 8 for src, tgt, _ in train)
     assert len(module.encoded["test"]) == len(module.items["test"])
 
@@ -276,10 +276,10 @@ def test_training_draws_one_pair_per_reference_and_evaluation_one_row_per_item(t
     registry.register("dataset", "two_references")(TwoReferences)
     module = ZooDataModule(config(registry.default_config("dataset", "two_references")), tmp_path)
     module.setup()
-    train = module.encoded["train"].rows
+    train = list(module.encoded["train"])
     assert len(train) == 8 and sorted(index for _, _, index in train) == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert module.task.decode_targets([train[0][1], train[1][1]]) == list(module.items["train"][0].references)
-    assert [index for _, _, index in module.encoded["val"].rows] == [0, 1]
+    assert module.task.decode_targets([train[0][1], train[1][1]]) == list(module.items["val"][0].references)
+    assert [index for _, _, index in list(module.encoded["val"])] == [0, 1]
 
 
 def test_a_dataset_of_another_source_kind_is_refused_before_loading(tmp_path):

@@ -109,6 +109,12 @@ class ParallelDataset(Dataset):
             )
         return "tsv" if tsv else "files"
 
+    def files(self) -> list[Path]:
+        stems = (self.cfg.train, self.cfg.val, self.cfg.test)
+        if self.layout() == "tsv":
+            return [self._tsv(stem) for stem in stems]
+        return [self._find(stem, lang) for stem in stems for lang in (self.cfg.src_lang, self.cfg.tgt_lang)]
+
     def splits(self) -> dict[str, list[Item]]:
         stems = {"train": self.cfg.train, "val": self.cfg.val, "test": self.cfg.test}
         read = self._read_tsv if self.layout() == "tsv" else self._read_files
@@ -131,10 +137,14 @@ class ParallelDataset(Dataset):
                 return path
         raise CorpusError(f"missing {plain} (or {plain}.gz); check dataset.root, the split names and src_lang/tgt_lang")
 
-    def _read_tsv(self, stem: str) -> tuple[list[tuple[str, str]], str]:
+    def _tsv(self, stem: str) -> Path:
         path = self.root / f"{stem}.tsv"
         if not path.is_file():
             raise CorpusError(f"missing {path}; check dataset.root and the split names (or set dataset.format=files)")
+        return path
+
+    def _read_tsv(self, stem: str) -> tuple[list[tuple[str, str]], str]:
+        path = self._tsv(stem)
         pairs = []
         for number, line in enumerate(read_lines(path), start=1):
             if not line.strip():

@@ -515,6 +515,9 @@ class SyntheticDataset(Dataset):
         super().__init__(cfg)
         self.language = toy_language()
 
+    def files(self) -> list:
+        return []  # generated from the config alone
+
     def splits(self) -> dict[str, list[Item]]:
         cfg = self.cfg
         generator = SentenceGenerator(random.Random(cfg.seed))

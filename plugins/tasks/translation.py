@@ -46,6 +46,7 @@ class TranslationTask(Task):
     """
 
     source_kind = "text"
+    token_sources = True
     default_metrics = ("bleu", "chrf")
     default_monitor = "bleu"
     command = PredictCommand(

@@ -21,6 +21,9 @@ class DataConfig:
     max_tokens: int = 1024
     max_len: int = 128  # training pairs with more tokens on either side are skipped (counted in the log)
     num_workers: int = 0  # data loader worker processes (0: load in the training process)
+    # Read the splits from files prepared once (zoo prepare: tokenised, memory-mapped, under ${paths.cache});
+    # false encodes them in memory at every start. Both give the same batches and results.
+    prepare: bool = True
 
     def __post_init__(self) -> None:
         at_least(self, "max_tokens", 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,12 @@ class Dataset:
     def splits(self) -> dict[str, list[Item]]:
         """``{"train": [...], "val": [...], "test": [...]}``, item ids unique within a split."""
         raise NotImplementedError
+
+    def files(self) -> list[Path] | None:
+        """The files the items are read from, so data prepared from them (``zoo prepare``) is keyed by their
+        contents and prepared again when one changes; ``[]``: items made from the config alone (generated).
+        None (the default): not known, so the items themselves are read and hashed at every start."""
+        return None
 
 
 class Tokenizer:

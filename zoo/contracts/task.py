@@ -62,6 +62,9 @@ class Task:
     #: How attention over a source is drawn: "sequence" (a heatmap over :meth:`source_labels`) or "image" (each
     #: output word's weights laid over the picture, on the frontend's grid).
     attention_view: str = "sequence"
+    #: True when :meth:`encode_sources` gives one list of ids per source (text, any token sequence) and
+    #: :meth:`fits` is the default: its splits are then prepared once into memory-mapped files (``zoo prepare``).
+    token_sources: bool = False
     #: True while its sources are rows of precomputed features: ``zoo features`` then has nothing left to extract.
     reads_features: bool = False
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from torch.utils.data import DataLoader
 from torch.utils.data import Dataset as TorchDataset
 
 from zoo.contracts import SPLITS, Item, Task
 from zoo.data.collate import Collate
+from zoo.data.prepare import PreparedData, preparable, prepared_data, read_splits
 from zoo.data.sampling import DataError, LengthBucketSampler, TokenBudgetBatchSampler
+from zoo.data.store import Sequences
 from zoo.registry import build, get
 
 log = logging.getLogger(__name__)
@@ -32,17 +35,27 @@ CHUNK_BATCHES = 100
 
 
 class EncodedSplit(TorchDataset):
-    """Encoded rows of one split: row ``k`` is ``(encoded source, target ids, item index)``."""
+    """Encoded rows of one split: row ``k`` is ``(encoded source, target ids, item index)``.
 
-    def __init__(self, rows: list[tuple[Any, list[int], int]], sizes: list[int]) -> None:
-        self.rows = rows
-        self.sizes = sizes  # padded width each row needs: max(source size, target length + 1)
+    ``sources`` holds one encoded source per item and ``targets`` the ids of each target row, ``target_item``
+    the item a target row belongs to: lists in memory, or the mapped files of prepared data
+    (:class:`zoo.data.store.Sequences`), read row by row. ``kept`` are the target rows used, ``sizes`` the
+    padded width each needs: max(source size, target length + 1).
+    """
+
+    def __init__(
+        self, sources: Sequence, targets: Sequence, target_item: np.ndarray, kept: np.ndarray, sizes: np.ndarray
+    ) -> None:
+        self.sources, self.targets, self.target_item = sources, targets, target_item
+        self.kept, self.sizes = kept, sizes
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.kept)
 
     def __getitem__(self, k: int) -> tuple[Any, list[int], int]:
-        return self.rows[k]
+        row = int(self.kept[k])
+        index = int(self.target_item[row])
+        return self.sources[index], self.targets[row], index
 
 
 def build_task(cfg: Any) -> Task:
@@ -86,6 +99,7 @@ class ZooDataModule(L.LightningDataModule):
         self.items: dict[str, list[Item]] = {}
         self.encoded: dict[str, EncodedSplit] = {}
         self._fitted = False  # codecs fitted by this data module (saved to the run directory at setup)
+        self.prepared: PreparedData | None = None  # the prepared files the splits are read from
         self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
 
     # ------------------------------------------------------------------ resuming
@@ -101,18 +115,34 @@ class ZooDataModule(L.LightningDataModule):
             self._resume_at = (int(state["train_epoch"]), int(state["train_batches_done"]))
 
     def read(self) -> dict[str, list[Item]]:
-        """The dataset's splits, read once, and the task's codecs fitted on the training split (unless the run
-        directory holds codecs already: a resumed run keeps its ids). Nothing is written: a run reads its data
-        before it writes its directory, so missing or malformed data is refused before the run exists."""
-        if not self.items:
-            splits = build("dataset", self.cfg["dataset"]).splits()
-            missing = [s for s in SPLITS if not splits.get(s)]
-            if missing:
-                raise DataError(f"dataset '{self.cfg['dataset']['name']}' returned no {', '.join(missing)} items")
-            self.items = {split: splits[split] for split in SPLITS}
-            if not self.task.saved(self.run_dir):
-                self.task.fit(self.items["train"])
-                self._fitted = True
+        """The evaluation splits' items and the task's codecs, read once; nothing is written to the run directory
+        (a run reads its data before it writes its directory, so missing or malformed data is refused before the
+        run exists). Codecs are fitted on the training split, unless the run directory holds its own already (a
+        resumed run keeps its ids).
+
+        With ``data.prepare`` (and a task whose sources are ids), the splits come from prepared, memory-mapped
+        files (:mod:`zoo.data.prepare`), prepared first if need be; the training items are then never held.
+        Otherwise ``items`` holds every split, encoded at :meth:`setup`."""
+        if self.items:
+            return self.items
+        if self.cfg["data"]["prepare"] and preparable(self.task):
+            prepared = prepared_data(self.cfg)
+            if not self.task.saved(self.run_dir) or prepared.same_codecs(self.run_dir):
+                self.prepared = prepared
+                self.items = {split: prepared.items(split) for split in SPLITS if split != "train"}
+                if not self.task.saved(self.run_dir):
+                    self.task.load(prepared.codecs)
+                    self._fitted = True
+                return self.items
+            log.warning(
+                "the run's codecs in %s differ from those of the prepared data %s: encoding in memory instead",
+                self.run_dir,
+                prepared.folder,
+            )
+        self.items = read_splits(self.cfg)
+        if not self.task.saved(self.run_dir):
+            self.task.fit(self.items["train"])
+            self._fitted = True
         return self.items
 
     def setup(self, stage: str | None = None) -> None:
@@ -126,72 +156,93 @@ class ZooDataModule(L.LightningDataModule):
             log.info("loaded the task's codecs from %s", self.run_dir)
         log.info("source: %s; target vocabulary: %d", self.task.source_description(), self.task.target_vocab_size)
         for split in SPLITS:
-            self.encoded[split] = self._encode(split)
+            self.encoded[split] = self._select(split, *self._encoded(split))
 
-    def _encode(self, split: str) -> EncodedSplit:
-        """One row per reference in training, per item (its first reference) in evaluation.
+    def _encoded(self, split: str) -> tuple[Sequence, Sequence, np.ndarray, np.ndarray, np.ndarray]:
+        """A split's sources (one per item), targets (one per reference in training, the first reference in
+        evaluation), each target's item, each source's size and whether it fits ``data.max_len``."""
+        if self.prepared is not None:
+            sizes = np.asarray(self.prepared.source_size(split))
+            return (
+                self.prepared.sources(split),
+                self.prepared.targets(split),
+                self.prepared.target_item(split),
+                sizes,
+                sizes <= self.max_len,
+            )
+        items = self.items[split]
+        sources = self.task.encode_sources([item.source for item in items])
+        references = [item.references if split == "train" else item.references[:1] for item in items]
+        targets = self.task.encode_targets([ref for refs in references for ref in refs])
+        target_item = np.fromiter((k for k, refs in enumerate(references) for _ in refs), np.int64, len(targets))
+        sizes = np.fromiter(map(self.task.source_size, sources), np.int64, len(sources))
+        fits = np.fromiter((self.task.fits(source, self.max_len) for source in sources), bool, len(sources))
+        return sources, targets, target_item, sizes, fits
+
+    def _select(
+        self,
+        split: str,
+        sources: Sequence,
+        targets: Sequence,
+        target_item: np.ndarray,
+        source_size: np.ndarray,
+        fits: np.ndarray,
+    ) -> EncodedSplit:
+        """The rows of a split, from the stored lengths (no row is built).
 
         No row is wider than ``data.max_tokens``, a whole batch's token budget, so no batch
         takes more memory than that budget allows. Training skips what it cannot use, with a
         count in the log (:meth:`_unfit_for_training`); evaluation keeps every item, since
         dropping one would change the score, and refuses a split holding one that is too wide.
         """
-        items = self.items[split]
-        sources = self.task.encode_sources([item.source for item in items])
-        references = [item.references if split == "train" else item.references[:1] for item in items]
-        targets = iter(self.task.encode_targets([ref for refs in references for ref in refs]))
-        rows, sizes, skipped = [], [], Counter()
-        for index, (source, refs) in enumerate(zip(sources, references)):
-            source_size, fits = self.task.source_size(source), self.task.fits(source, self.max_len)
-            for target in (next(targets) for _ in refs):
-                size = max(source_size, len(target) + 1)
-                reason = self._unfit_for_training(target, fits, size) if split == "train" else None
-                if reason:
-                    skipped[reason] += 1
-                    continue
-                rows.append((source, target, index))
-                sizes.append(size)
-        if split == "train":
-            self._report_skipped(skipped, rows)
-        else:
-            self._refuse_too_wide(split, rows, sizes)
-        return EncodedSplit(rows, sizes)
+        lengths = targets.lengths() if isinstance(targets, Sequences) else np.fromiter(map(len, targets), np.int64)
+        sizes = np.maximum(source_size[target_item], lengths + 1)
+        if split != "train":
+            self._refuse_too_wide(split, sizes, target_item)
+            return EncodedSplit(sources, targets, target_item, np.arange(len(sizes)), sizes)
+        unfit = self._unfit_for_training(lengths, fits[target_item], sizes)
+        kept = np.flatnonzero(~np.any(list(unfit.values()), axis=0)) if unfit else np.arange(len(sizes))
+        self._report_skipped({reason: int(mask.sum()) for reason, mask in unfit.items()}, len(kept))
+        return EncodedSplit(sources, targets, target_item, kept, sizes[kept])
 
-    def _unfit_for_training(self, target: list[int], source_fits: bool, size: int) -> str | None:
-        """Why a training pair is skipped, or None: an empty target, a side longer than ``data.max_len``
-        tokens (BOS/EOS included), or more positions than ``data.max_tokens`` (a batch of one would
-        exceed the budget; only when data.max_len is the larger, or a source is not text)."""
-        if not target:
-            return "with an empty target"
-        if not source_fits or len(target) + 1 > self.max_len:
-            return f"longer than data.max_len={self.max_len} tokens"
-        if size > self.max_tokens:
-            return f"wider than a whole batch, data.max_tokens={self.max_tokens}"
-        return None
+    def _unfit_for_training(self, lengths: np.ndarray, fits: np.ndarray, sizes: np.ndarray) -> dict[str, np.ndarray]:
+        """The training rows to skip, by reason (each row under its first): an empty target, a side longer than
+        ``data.max_len`` tokens (BOS/EOS included), or more positions than ``data.max_tokens`` (a batch of one
+        would exceed the budget; only when data.max_len is the larger, or a source is not text)."""
+        empty = lengths == 0
+        too_long = ~empty & (~fits | (lengths + 1 > self.max_len))
+        too_wide = ~empty & ~too_long & (sizes > self.max_tokens)
+        reasons = {
+            "with an empty target": empty,
+            f"longer than data.max_len={self.max_len} tokens": too_long,
+            f"wider than a whole batch, data.max_tokens={self.max_tokens}": too_wide,
+        }
+        return {reason: mask for reason, mask in reasons.items() if mask.any()}
 
-    def _report_skipped(self, skipped: Counter, rows: list) -> None:
+    def _report_skipped(self, skipped: dict[str, int], kept: int) -> None:
         """Log how many training pairs were skipped and why; none left is an error."""
         why = ", ".join(f"{count} {reason}" for reason, count in skipped.items())
-        if not rows:
+        if not kept:
             raise DataError(
                 f"no training pair fits data.max_len={self.max_len} and data.max_tokens={self.max_tokens} "
                 f"({why}); raise data.max_len (and data.max_tokens if it is the smaller)"
             )
         if skipped:
-            log.info("train: skipped %d of %d pairs: %s", skipped.total(), skipped.total() + len(rows), why)
+            total = sum(skipped.values())
+            log.info("train: skipped %d of %d pairs: %s", total, total + kept, why)
 
-    def _refuse_too_wide(self, split: str, rows: list, sizes: list[int]) -> None:
+    def _refuse_too_wide(self, split: str, sizes: np.ndarray, target_item: np.ndarray) -> None:
         """Refuse an evaluation split with an item wider than ``data.max_tokens``, naming the first (its id says
         where it comes from, e.g. ``val:7``: line 7 of the val file): skipping it would change the score."""
-        too_wide = [(size, index) for (_, _, index), size in zip(rows, sizes) if size > self.max_tokens]
-        if not too_wide:
+        too_wide = np.flatnonzero(sizes > self.max_tokens)
+        if not too_wide.size:
             return
-        size, index = too_wide[0]
-        others = f" ({len(too_wide) - 1} more are too)" if len(too_wide) > 1 else ""
+        first = int(too_wide[0])
+        others = f" ({too_wide.size - 1} more are too)" if too_wide.size > 1 else ""
         raise DataError(
-            f"{split} item {self.items[split][index].id} has {size} tokens, more than a batch may hold "
-            f"(data.max_tokens={self.max_tokens}){others}; raise data.max_tokens to "
-            f"{max(size for size, _ in too_wide)} (training batches may then grow as large) or remove the item"
+            f"{split} item {self.items[split][int(target_item[first])].id} has {int(sizes[first])} tokens, more than "
+            f"a batch may hold (data.max_tokens={self.max_tokens}){others}; raise data.max_tokens to "
+            f"{int(sizes[too_wide].max())} (training batches may then grow as large) or remove the item"
         )
 
     # ------------------------------------------------------------------ loaders
@@ -209,7 +260,7 @@ class ZooDataModule(L.LightningDataModule):
         (evaluation: every batch exactly once, see :meth:`TokenBudgetBatchSampler.evaluation_share`)."""
         self.setup()
         sizes = self.encoded[split].sizes
-        per_batch = max(1, self.max_tokens * len(sizes) // max(1, sum(sizes)))
+        per_batch = max(1, self.max_tokens * len(sizes) // max(1, int(np.sum(sizes))))
         sampler = LengthBucketSampler(sizes, shuffle, seed=int(self.cfg["seed"]), chunk_size=CHUNK_BATCHES * per_batch)
         world, rank = 1, 0
         if self.trainer is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 from torch.utils.data import Sampler
 
 from zoo.errors import ZooError
@@ -30,11 +31,12 @@ class LengthBucketSampler(Sampler[int]):
     cut into chunks of ``chunk_size``, each chunk sorted by size (ties stay in
     random order). Batches then pad little, yet differ every epoch; the same
     seed and epoch always give the same order. Lightning calls :meth:`set_epoch`
-    before each training epoch.
+    before each training epoch. Sizes and order are numpy arrays, so a corpus of
+    millions of rows holds no Python object per row between epochs.
     """
 
     def __init__(self, sizes: Sequence[int], shuffle: bool, seed: int = 0, chunk_size: int = 10_000) -> None:
-        self.sizes = list(sizes)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
         self.shuffle = shuffle
         self.seed = seed
         self.chunk_size = max(1, chunk_size)
@@ -47,14 +49,22 @@ class LengthBucketSampler(Sampler[int]):
         """A generator fixed by seed, epoch and ``purpose`` (independent streams for order and batches)."""
         return random.Random(f"{self.seed}:{self.epoch}:{purpose}")
 
-    def __iter__(self) -> Iterator[int]:
-        order = list(range(len(self.sizes)))
+    def order(self) -> np.ndarray:
+        """The indices in the order described above. Python's shuffle draws the permutation (the same one on
+        every platform and numpy version); stable sorts keep ties in that order."""
         if not self.shuffle:
-            yield from sorted(order, key=self.sizes.__getitem__)
-            return
-        self.rng("order").shuffle(order)
+            return np.argsort(self.sizes, kind="stable")
+        permutation = list(range(len(self.sizes)))
+        self.rng("order").shuffle(permutation)
+        order = np.array(permutation, dtype=np.int64)
+        del permutation
         for start in range(0, len(order), self.chunk_size):
-            yield from sorted(order[start : start + self.chunk_size], key=self.sizes.__getitem__)
+            chunk = order[start : start + self.chunk_size]
+            chunk[:] = chunk[np.argsort(self.sizes[chunk], kind="stable")]
+        return order
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order().tolist())
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -70,6 +80,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     (:meth:`training_share`), in evaluation every batch exactly once (:meth:`evaluation_share`).
     ``skip``: the first batches of the epoch are not given again (a run resumed in the middle of an
     epoch saw them before it stopped); the length stays the whole epoch's, as the training loop counts on.
+    A batch is a span ``(start, end)`` of the epoch's order, computed once per epoch.
     """
 
     def __init__(
@@ -80,28 +91,37 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.num_replicas = num_replicas
         self.rank = rank
         self.skip = skip
+        self._epoch: tuple[int, np.ndarray, list[tuple[int, int]]] | None = None
+
+    def spans(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The epoch's order and this process's batches as spans of it."""
+        if self._epoch is None or self._epoch[0] != self.sampler.epoch:
+            order = self.sampler.order()
+            spans = self._cut(self.sampler.sizes[order].tolist())
+            if self.sampler.shuffle:
+                self.sampler.rng("batches").shuffle(spans)
+            if self.num_replicas > 1:
+                spans = self.training_share(spans) if self.sampler.shuffle else self.evaluation_share(spans)
+            self._epoch = (self.sampler.epoch, order, spans)
+        return self._epoch[1], self._epoch[2]
+
+    def _cut(self, sizes: list[int]) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        start = longest = previous = 0
+        for k, size in enumerate(sizes):
+            if k > start and (size < previous or (k - start + 1) * max(longest, size) > self.max_tokens):
+                spans.append((start, k))
+                start, longest = k, 0
+            longest, previous = max(longest, size), size
+        if sizes:
+            spans.append((start, len(sizes)))
+        return spans
 
     def batches(self) -> list[list[int]]:
-        sizes = self.sampler.sizes
-        batches: list[list[int]] = []
-        batch: list[int] = []
-        longest = previous = 0
-        for k in self.sampler:
-            size = sizes[k]
-            if batch and (size < previous or (len(batch) + 1) * max(longest, size) > self.max_tokens):
-                batches.append(batch)
-                batch, longest = [], 0
-            batch.append(k)
-            longest, previous = max(longest, size), size
-        if batch:
-            batches.append(batch)
-        if self.sampler.shuffle:
-            self.sampler.rng("batches").shuffle(batches)
-        if self.num_replicas == 1:
-            return batches
-        return self.training_share(batches) if self.sampler.shuffle else self.evaluation_share(batches)
+        order, spans = self.spans()
+        return [order[a:b].tolist() for a, b in spans]
 
-    def training_share(self, batches: list[list[int]]) -> list[list[int]]:
+    def training_share(self, batches: list) -> list:
         """This process's training batches, as many as every other process's.
 
         Every step all-reduces the gradients, so a process with one batch more would wait
@@ -113,7 +133,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             raise DataError(f"only {len(batches)} batches for {self.num_replicas} processes; lower data.max_tokens")
         return batches[self.rank : usable : self.num_replicas]
 
-    def evaluation_share(self, batches: list[list[int]]) -> list[list[int]]:
+    def evaluation_share(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """This process's evaluation batches: every batch goes to exactly one process, none is left out.
 
         Process ``rank`` takes batches ``rank, rank + num_replicas, ...``, so counts differ by
@@ -123,22 +143,23 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         fewer batches than processes the largest is halved: only a split this small is batched
         differently from a single process.
         """
-        batches = list(batches)
-        while len(batches) < self.num_replicas:
-            k = max(range(len(batches)), key=lambda j: len(batches[j]))
-            if len(batches[k]) == 1:
+        spans = list(spans)
+        while len(spans) < self.num_replicas:
+            k = max(range(len(spans)), key=lambda j: spans[j][1] - spans[j][0])
+            start, end = spans[k]
+            if end - start == 1:
                 raise DataError(
-                    f"only {len(batches)} evaluation examples for {self.num_replicas} processes; "
+                    f"only {len(spans)} evaluation examples for {self.num_replicas} processes; "
                     "use fewer processes (trainer.devices)"
                 )
-            half = len(batches[k]) // 2
-            batches[k : k + 1] = [batches[k][:half], batches[k][half:]]
-        return batches[self.rank :: self.num_replicas]
+            half = start + (end - start) // 2
+            spans[k : k + 1] = [(start, half), (half, end)]
+        return spans[self.rank :: self.num_replicas]
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self.batches()[self.skip :]
-        self.skip = 0  # once: the next pass over this sampler is a whole epoch
-        return iter(batches)
+        order, spans = self.spans()
+        skip, self.skip = self.skip, 0  # once: the next pass over this sampler is a whole epoch
+        return (order[a:b].tolist() for a, b in spans[skip:])
 
     def __len__(self) -> int:
-        return len(self.batches())
+        return len(self.spans()[1])

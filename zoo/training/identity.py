@@ -29,6 +29,7 @@ RECORDING_SETTINGS = (
     "samples",
     "logger",
     "data.num_workers",
+    "data.prepare",
     "test",
     "search",
     "trainer.checkpoint_every_minutes",

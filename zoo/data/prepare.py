@@ -1,0 +1,260 @@
+"""Data prepared once: a run's splits, tokenised, in memory-mapped files under a cache folder.
+
+``zoo prepare`` (or the first ``zoo train`` that needs it) reads the dataset, fits the
+task's codecs on the training split and writes every split's token ids
+(:mod:`zoo.data.store`) into ``<paths.cache>/prepared/<dataset>-<key>/``. The key hashes
+everything the files are made from: the dataset's, task's and tokenizer's settings, the
+code of their plugins, and the contents of the dataset's files (:meth:`Dataset.files`),
+or of its items where it names none. A changed file, setting or tokenizer gives another
+key, so the data is prepared again; the same ones find the folder and read it at once.
+
+One process prepares while the others wait on a lock (DDP ranks, a sweep's jobs, two
+runs started together), then all map the same files. The work runs in a child process,
+so the training process never holds the corpus as Python objects. A folder that is
+incomplete (an interrupted prepare, a file cut short) is prepared again, never read.
+
+Only tasks whose sources are id sequences (``Task.token_sources``) are prepared; image
+sources are read through the task's own caches and ``zoo features``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import itertools
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from zoo.contracts import SPLITS, Item, Task
+from zoo.data.sampling import DataError
+from zoo.data.store import (
+    FORMAT_VERSION,
+    Sequences,
+    SequenceWriter,
+    id_dtype,
+    incomplete,
+    load_array,
+    publish,
+    read_manifest,
+    save_array,
+    write_manifest,
+)
+from zoo.registry import build, get
+
+log = logging.getLogger(__name__)
+
+#: Folder of the prepared data under ``paths.cache``.
+PREPARED_DIR = "prepared"
+#: The task's codecs (``Task.save``), inside a prepared folder, laid out as in a run directory.
+CODECS_DIR = "codecs"
+#: Items encoded at a time while preparing (one batch for the tokenizer's parallel encoder).
+CHUNK_ITEMS = 50_000
+
+
+def cache_root(cfg: Any) -> Path:
+    """Where prepared folders live: ``<paths.cache>/prepared``."""
+    return Path(str(cfg.paths.cache)).expanduser() / PREPARED_DIR
+
+
+def _plain(section: Any) -> Any:
+    return OmegaConf.to_container(section, resolve=True, enum_to_str=True) if OmegaConf.is_config(section) else section
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _code_digest(*classes: type) -> dict[str, str]:
+    """The source files of the plugins' classes and their bases: changed code prepares again."""
+    modules = {c.__module__: inspect.getsourcefile(c) for cls in classes for c in cls.__mro__ if c is not object}
+    return {module: _file_digest(Path(file))[:16] for module, file in sorted(modules.items()) if file}
+
+
+def key_inputs(cfg: Any) -> dict[str, Any]:
+    """Everything the prepared files are made from (their folder's key is its hash)."""
+    dataset_cls = get("dataset", cfg.dataset.name).cls
+    task_cls = get("task", cfg.task.name).cls
+    tokenizer_cls = get("tokenizer", cfg.tokenizer.name).cls
+    dataset = build("dataset", cfg.dataset)
+    files = dataset.files()
+    if files is None:  # the dataset does not say what it reads: what it gives is hashed instead
+        digest = hashlib.sha256()
+        for split, items in dataset.splits().items():
+            for item in items:
+                digest.update(json.dumps([split, item.id, str(item.source), item.references]).encode())
+        contents = {"items": digest.hexdigest()}
+    else:
+        contents = {str(path): _file_digest(Path(path)) for path in files}
+    return {
+        "format": FORMAT_VERSION,
+        "dataset": _plain(cfg.dataset),
+        "task": _plain(cfg.task),
+        "tokenizer": _plain(cfg.tokenizer),
+        "code": _code_digest(dataset_cls, task_cls, tokenizer_cls),
+        "contents": contents,
+    }
+
+
+def folder_name(cfg: Any, inputs: dict[str, Any]) -> str:
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{cfg.dataset.name}-{key}"
+
+
+class PreparedData:
+    """A complete prepared folder, mapped: eval items, every split's sources and targets, the codecs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.manifest = read_manifest(folder)
+        self.codecs = folder / CODECS_DIR
+
+    def items(self, split: str) -> list[Item]:
+        """An evaluation split's items (ids, sources and every reference, for the metrics and samples)."""
+        with open(self.folder / f"{split}.items.jsonl", encoding="utf-8") as handle:
+            return [Item(row["id"], row["source"], tuple(row["references"])) for row in map(json.loads, handle)]
+
+    def sources(self, split: str) -> Sequences:
+        return Sequences(self.folder, f"{split}.source", self.manifest["dtypes"]["source"])
+
+    def targets(self, split: str) -> Sequences:
+        return Sequences(self.folder, f"{split}.target", self.manifest["dtypes"]["target"])
+
+    def target_item(self, split: str) -> np.ndarray:
+        """The item each target row belongs to (training: every reference; evaluation: the first)."""
+        return load_array(self.folder, f"{split}.target_item")
+
+    def source_size(self, split: str) -> np.ndarray:
+        """Positions each item's source takes in a batch (``Task.source_size``)."""
+        return load_array(self.folder, f"{split}.source_size")
+
+    def same_codecs(self, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds the codecs these ids were made with, file for file."""
+        return all(
+            (run_dir / path.relative_to(self.codecs)).is_file()
+            and (run_dir / path.relative_to(self.codecs)).read_bytes() == path.read_bytes()
+            for path in self.codecs.rglob("*")
+            if path.is_file()
+        )
+
+
+def preparable(task: Task) -> bool:
+    """Tasks whose encoded sources are id sequences and whose fit test is the source's size are prepared."""
+    return type(task).token_sources and type(task).fits is Task.fits
+
+
+def prepared_data(cfg: Any) -> PreparedData:
+    """The prepared folder of ``cfg``'s data, prepared first when there is none (or only a broken one)."""
+    inputs = key_inputs(cfg)
+    root = cache_root(cfg)
+    folder = root / folder_name(cfg, inputs)
+    if incomplete(folder) is None:
+        return PreparedData(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    with _exclusive(root / f"{folder.name}.lock", folder):
+        why = incomplete(folder)
+        if why is None:  # another process prepared it while this one waited
+            return PreparedData(folder)
+        if folder.exists():
+            log.warning("prepared data %s cannot be used (%s): preparing it again", folder, why)
+            shutil.rmtree(folder)
+        started = time.perf_counter()
+        _in_child(_prepare, _plain(cfg), inputs, folder)
+        log.info("prepared %s in %.0f s", folder, time.perf_counter() - started)
+    return PreparedData(folder)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path, folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock_path`` for as long as the block runs; waits, saying so, while another
+    process holds it. The lock file stays (removing it would let a third process lock a new file)."""
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for another process preparing %s", folder)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _in_child(function: Any, *args: Any) -> Any:
+    """``function(*args)`` in a forked child, so the memory it takes goes back when it ends; its error is raised
+    here. In this process where fork is unavailable."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return function(*args)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def _prepare(cfg: dict, inputs: dict, folder: Path) -> None:
+    """Read the dataset, fit the codecs on the training split, write every split into a temporary folder beside
+    ``folder`` and rename it into place once complete."""
+    from zoo.data.datamodule import build_task  # the data module imports this module
+
+    cfg = OmegaConf.create(cfg)
+    task = build_task(cfg)
+    splits = read_splits(cfg)
+    building = folder.with_name(f".{folder.name}.building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    try:
+        task.fit(splits["train"])
+        task.save(building / CODECS_DIR)
+        dtypes = {"source": id_dtype(task.source_description().vocab_size), "target": id_dtype(task.target_vocab_size)}
+        counts = {split: _write_split(building, split, splits[split], task, dtypes) for split in SPLITS}
+        write_manifest(building, {"inputs": inputs, "splits": counts, "dtypes": {k: v.name for k, v in dtypes.items()}})
+        publish(building, folder)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
+def read_splits(cfg: Any) -> dict[str, list[Item]]:
+    """The dataset's splits; one that is empty is an error naming it."""
+    splits = build("dataset", cfg.dataset).splits()
+    missing = [s for s in SPLITS if not splits.get(s)]
+    if missing:
+        raise DataError(f"dataset '{cfg.dataset.name}' returned no {', '.join(missing)} items")
+    return splits
+
+
+def _write_split(folder: Path, split: str, items: Sequence[Item], task: Task, dtypes: dict) -> dict[str, int]:
+    """One split's sources (one per item) and targets (every reference in training, the first in evaluation)."""
+    sources = SequenceWriter(folder, f"{split}.source", dtypes["source"])
+    targets = SequenceWriter(folder, f"{split}.target", dtypes["target"])
+    source_size, target_item = [], []
+    for start in range(0, len(items), CHUNK_ITEMS):
+        chunk = items[start : start + CHUNK_ITEMS]
+        encoded = task.encode_sources([item.source for item in chunk])
+        sources.extend(encoded)
+        source_size.extend(task.source_size(source) for source in encoded)
+        references = [item.references if split == "train" else item.references[:1] for item in chunk]
+        targets.extend(task.encode_targets(list(itertools.chain.from_iterable(references))))
+        target_item.extend(start + k for k, refs in enumerate(references) for _ in refs)
+    sources.close()
+    targets.close()
+    save_array(folder, f"{split}.source_size", source_size)
+    save_array(folder, f"{split}.target_item", target_item)
+    if split != "train":  # evaluation keeps its items: references for the metrics, sources for samples
+        with open(folder / f"{split}.items.jsonl", "w", encoding="utf-8") as handle:
+            for item in items:
+                handle.write(json.dumps({"id": item.id, "source": item.source, "references": item.references}) + "\n")
+    return {"items": len(items), "targets": len(target_item)}
