@@ -157,14 +157,16 @@ def test_a_byte_order_mark_is_not_glued_to_the_first_word(tmp_path):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (
-            lambda folder: (folder / "train.de").write_bytes("ein Hund\nMänner\n".encode("latin-1")),
-            "train.de is not UTF-8 text",
+        (  # one bad line in the middle of a large file: its number is said
+            lambda folder: (folder / "train.de").write_bytes(
+                ("ein Hund\n" * 5000 + "Männer\n" + "ein Hund\n" * 5000).encode("latin-1")
+            ),
+            "train.de:5001: not UTF-8 text",
         ),
-        (lambda folder: (folder / "train.de").write_bytes(b"\x00\x01\x02binary\x00\n"), "train.de holds NUL bytes"),
+        (lambda folder: (folder / "train.de").write_bytes(b"\x00\x01\x02binary\x00\n"), "train.de:1: holds NUL bytes"),
     ],
 )
-def test_text_that_is_not_utf8_is_one_line_naming_the_file(tmp_path, damage, message):
+def test_text_that_is_not_utf8_is_one_line_naming_the_file_and_line(tmp_path, damage, message):
     corpus(tmp_path)
     damage(tmp_path)
     with pytest.raises(CorpusError, match=message):

@@ -44,24 +44,33 @@ class CorpusError(ZooError, ValueError):
 def read_lines(path: Path) -> list[str]:
     """The lines of a UTF-8 text file (``.gz`` is decompressed), without line endings or a byte-order mark.
 
-    A file that is not UTF-8 text (another encoding, binary data) or a truncated
-    archive is one line naming the file and what to do.
+    A line that is not UTF-8 text (another encoding, binary data) is one error naming the
+    file and the line number, wherever it is in the file; so is a truncated archive.
     """
     opener = gzip.open if path.suffix == ".gz" else open
+    lines = []
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # -sig: drop a leading BOM
-            lines = [line.rstrip("\r\n") for line in handle]
-    except UnicodeDecodeError as error:
-        raise CorpusError(
-            f"{path} is not UTF-8 text (byte {error.start}: {error.reason}); convert it, e.g. iconv -f latin1 -t utf-8"
-        ) from None
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                lines.append(_decoded(raw, path, number))
     except (EOFError, OSError) as error:  # gzip.BadGzipFile is an OSError
         raise CorpusError(
             f"cannot read {path} ({error}); the archive may be truncated: download or compress it again"
         ) from None
-    if any("\x00" in line for line in lines):
-        raise CorpusError(f"{path} holds NUL bytes: it is binary, not a text file of sentences")
     return lines
+
+
+def _decoded(raw: bytes, path: Path, number: int) -> str:
+    try:
+        line = raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n")  # -sig: drop a leading BOM
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path}:{number}: not UTF-8 text (byte {error.start} of the line: {error.reason}); "
+            "convert the file, e.g. iconv -f latin1 -t utf-8, or fix that line"
+        ) from None
+    if "\x00" in line:
+        raise CorpusError(f"{path}:{number}: holds NUL bytes: the file is binary, not a text file of sentences")
+    return line
 
 
 @register("dataset", "parallel")

@@ -30,6 +30,10 @@ COMMANDS = {
         "predict:attention",
         "attention pictures (PNG) of one sentence or image; --html: an interactive explorer",
     ),
+    "prepare": (
+        "prepare:run",
+        "tokenise a run's data once into memory-mapped files that every run of it reads (zoo train does it too)",
+    ),
     "features": (
         "features:run",
         "run an image backbone (frontend=pretrained) over a dataset once; train on it with frontend=features",

@@ -49,3 +49,19 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is not in 0-65535 (0: any free port)")
     return value
+
+
+def train_config(overrides: list[str]):
+    """The config ``zoo train OVERRIDES`` would run, checked as it checks it (plugins discovered first, renamed
+    options refused with their new names, values validated): for commands that work on a run's data."""
+    import zoo.config.schema  # noqa: F401  (stores the schema)
+    from zoo.config.renamed import check_renamed
+    from zoo.config.validate import validate
+    from zoo.registry.discovery import discover
+    from zoo.training.entry import compose_config, plugin_dirs_from_overrides
+
+    check_renamed(overrides)
+    discover(plugin_dirs_from_overrides(overrides))
+    cfg = compose_config(overrides)
+    validate(cfg)
+    return cfg

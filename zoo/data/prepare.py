@@ -120,8 +120,9 @@ def folder_name(cfg: Any, inputs: dict[str, Any]) -> str:
 class PreparedData:
     """A complete prepared folder, mapped: eval items, every split's sources and targets, the codecs."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, made_now: bool = False) -> None:
         self.folder = folder
+        self.made_now = made_now  # prepared by this call rather than found
         self.manifest = read_manifest(folder)
         self.codecs = folder / CODECS_DIR
 
@@ -174,10 +175,12 @@ def prepared_data(cfg: Any) -> PreparedData:
         if folder.exists():
             log.warning("prepared data %s cannot be used (%s): preparing it again", folder, why)
             shutil.rmtree(folder)
+        for leftover in root.glob(f".{folder.name}.building-*"):  # a prepare killed outright; none runs now
+            shutil.rmtree(leftover, ignore_errors=True)
         started = time.perf_counter()
         _in_child(_prepare, _plain(cfg), inputs, folder)
         log.info("prepared %s in %.0f s", folder, time.perf_counter() - started)
-    return PreparedData(folder)
+    return PreparedData(folder, made_now=True)
 
 
 @contextlib.contextmanager
