@@ -296,3 +296,31 @@ def test_a_frontend_for_another_kind_of_source_is_refused_before_loading(tmp_pat
     cfg.frontend = registry.default_config("frontend", "cnn")
     with pytest.raises(DataError, match="frontend 'cnn' reads image but task 'translation' gives tokens"):
         ZooDataModule(cfg, tmp_path)
+
+
+def row_by_row_batches(sizes, order, max_tokens):
+    """The batching rule stated one row at a time: close the batch when the size drops or the next row would take
+    batch size x longest over the budget."""
+    batches, batch, longest, previous = [], [], 0, 0
+    for k in order:
+        if batch and (sizes[k] < previous or (len(batch) + 1) * max(longest, sizes[k]) > max_tokens):
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(k)
+        longest, previous = max(longest, sizes[k]), sizes[k]
+    return batches + [batch] if batch else batches
+
+
+def test_batches_cut_by_bisection_are_the_row_by_row_rule():
+    generator = torch.Generator().manual_seed(0)
+    for trial in range(100):
+        n, budget, chunk = (
+            int(torch.randint(low, high, (1,), generator=generator)) for low, high in ((1, 300), (40, 200), (1, 50))
+        )
+        sizes = torch.randint(1, 40, (n,), generator=generator).tolist()
+        for shuffle in (False, True):
+            sampler = LengthBucketSampler(sizes, shuffle, seed=trial, chunk_size=chunk)
+            expected = row_by_row_batches(sizes, sampler.order().tolist(), budget)
+            if shuffle:
+                sampler.rng("batches").shuffle(expected)
+            assert TokenBudgetBatchSampler(sampler, budget).batches() == expected

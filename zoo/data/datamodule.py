@@ -100,6 +100,7 @@ class ZooDataModule(L.LightningDataModule):
         self.encoded: dict[str, EncodedSplit] = {}
         self._fitted = False  # codecs fitted by this data module (saved to the run directory at setup)
         self.prepared: PreparedData | None = None  # the prepared files the splits are read from
+        self._samplers: dict[str, LengthBucketSampler] = {}
         self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
 
     # ------------------------------------------------------------------ resuming
@@ -128,6 +129,7 @@ class ZooDataModule(L.LightningDataModule):
         if self.cfg["data"]["prepare"] and preparable(self.task):
             prepared = prepared_data(self.cfg)
             if not self.task.saved(self.run_dir) or prepared.same_codecs(self.run_dir):
+                log.info("reading the splits prepared in %s", prepared.folder)
                 self.prepared = prepared
                 self.items = {split: prepared.items(split) for split in SPLITS if split != "train"}
                 if not self.task.saved(self.run_dir):
@@ -259,9 +261,13 @@ class ZooDataModule(L.LightningDataModule):
         """The batch sampler of a split; under DDP each process gets its share of the batches of every split
         (evaluation: every batch exactly once, see :meth:`TokenBudgetBatchSampler.evaluation_share`)."""
         self.setup()
-        sizes = self.encoded[split].sizes
-        per_batch = max(1, self.max_tokens * len(sizes) // max(1, int(np.sum(sizes))))
-        sampler = LengthBucketSampler(sizes, shuffle, seed=int(self.cfg["seed"]), chunk_size=CHUNK_BATCHES * per_batch)
+        if split not in self._samplers:  # one per split: a loader built again in the same epoch reuses its order
+            sizes = self.encoded[split].sizes
+            per_batch = max(1, self.max_tokens * len(sizes) // max(1, int(np.sum(sizes))))
+            self._samplers[split] = LengthBucketSampler(
+                sizes, shuffle, seed=int(self.cfg["seed"]), chunk_size=CHUNK_BATCHES * per_batch
+            )
+        sampler = self._samplers[split]
         world, rank = 1, 0
         if self.trainer is not None:
             world, rank = self.trainer.world_size, self.trainer.global_rank

@@ -41,6 +41,7 @@ class LengthBucketSampler(Sampler[int]):
         self.seed = seed
         self.chunk_size = max(1, chunk_size)
         self.epoch = 0
+        self._order: tuple[int, np.ndarray] | None = None  # (epoch, order): a loader built twice draws it once
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -50,17 +51,21 @@ class LengthBucketSampler(Sampler[int]):
         return random.Random(f"{self.seed}:{self.epoch}:{purpose}")
 
     def order(self) -> np.ndarray:
-        """The indices in the order described above. Python's shuffle draws the permutation (the same one on
-        every platform and numpy version); stable sorts keep ties in that order."""
+        """The indices in the order described above, computed once per epoch. Python's shuffle draws the
+        permutation (the same on every platform and numpy version); stable sorts keep ties in that order."""
+        if self._order is not None and self._order[0] == self.epoch:
+            return self._order[1]
         if not self.shuffle:
-            return np.argsort(self.sizes, kind="stable")
-        permutation = list(range(len(self.sizes)))
-        self.rng("order").shuffle(permutation)
-        order = np.array(permutation, dtype=np.int64)
-        del permutation
-        for start in range(0, len(order), self.chunk_size):
-            chunk = order[start : start + self.chunk_size]
-            chunk[:] = chunk[np.argsort(self.sizes[chunk], kind="stable")]
+            order = np.argsort(self.sizes, kind="stable")
+        else:
+            permutation = list(range(len(self.sizes)))
+            self.rng("order").shuffle(permutation)
+            order = np.fromiter(permutation, dtype=np.int64, count=len(permutation))
+            del permutation
+            for start in range(0, len(order), self.chunk_size):
+                chunk = order[start : start + self.chunk_size]
+                chunk[:] = chunk[np.argsort(self.sizes[chunk], kind="stable")]
+        self._order = (self.epoch, order)
         return order
 
     def __iter__(self) -> Iterator[int]:
@@ -97,7 +102,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         """The epoch's order and this process's batches as spans of it."""
         if self._epoch is None or self._epoch[0] != self.sampler.epoch:
             order = self.sampler.order()
-            spans = self._cut(self.sampler.sizes[order].tolist())
+            spans = self._cut(self.sampler.sizes[order])
             if self.sampler.shuffle:
                 self.sampler.rng("batches").shuffle(spans)
             if self.num_replicas > 1:
@@ -105,17 +110,31 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             self._epoch = (self.sampler.epoch, order, spans)
         return self._epoch[1], self._epoch[2]
 
-    def _cut(self, sizes: list[int]) -> list[tuple[int, int]]:
+    def _cut(self, sizes: np.ndarray) -> list[tuple[int, int]]:
+        """Batches as spans of the ordered ``sizes``: a batch ends where the size drops (a new chunk) and before
+        the row that would take it over the budget. Between drops sizes never fall, so the row just added is the
+        longest and a batch from ``start`` may reach row ``k`` while ``(k - start + 1) * sizes[k] <= max_tokens``:
+        a bisection per batch, not a step per row."""
+        drops = np.flatnonzero(sizes[1:] < sizes[:-1]) + 1
+        bounds = [0, *drops.tolist(), len(sizes)]
         spans: list[tuple[int, int]] = []
-        start = longest = previous = 0
-        for k, size in enumerate(sizes):
-            if k > start and (size < previous or (k - start + 1) * max(longest, size) > self.max_tokens):
-                spans.append((start, k))
-                start, longest = k, 0
-            longest, previous = max(longest, size), size
-        if sizes:
-            spans.append((start, len(sizes)))
+        for start, segment_end in zip(bounds, bounds[1:]):
+            while start < segment_end:
+                end = self._batch_end(sizes, start, segment_end)
+                spans.append((start, end))
+                start = end
         return spans
+
+    def _batch_end(self, sizes: np.ndarray, start: int, segment_end: int) -> int:
+        """The first row after ``start`` that would take the batch over the budget (or ``segment_end``)."""
+        low, high = start + 1, segment_end
+        while low < high:
+            middle = (low + high) // 2
+            if (middle - start + 1) * int(sizes[middle]) > self.max_tokens:
+                high = middle
+            else:
+                low = middle + 1
+        return low
 
     def batches(self) -> list[list[int]]:
         order, spans = self.spans()
