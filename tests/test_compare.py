@@ -7,8 +7,10 @@ from itertools import product
 
 import numpy as np
 import pytest
+from conftest import fork_zoo
 
 from zoo.registry import discovery
+from zoo.report.columns import decimals
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
 from zoo.report.runs import RunsNotFound, UnknownSetting, find_runs
 from zoo.report.stats import centred_p, hierarchical_bootstrap
@@ -49,7 +51,7 @@ def test_seeds_of_a_configuration_become_one_row_with_mean_std_and_n(tmp_path):
     assert [g.label for g in board.groups] == ["encoder=gru", "encoder=lstm"]
     gru = board.groups[0].metrics["bleu"]
     assert (gru.mean, round(gru.std, 3), gru.n) == (32.0, 2.828, 2)
-    assert board.rows()[0][:3] == ["encoder=gru", "2", "32.0 ± 2.8"]
+    assert board.view().rows[0][:3] == ["encoder=gru", "2", "32.0 ± 2.8"]
 
 
 def test_rows_follow_the_sorted_metric_in_its_direction(tmp_path):
@@ -74,7 +76,7 @@ def test_running_failed_old_and_damaged_runs_never_crash_it(tmp_path):
     write(tmp_path / "old", {"test": {"bleu": 12.0}})
     runs = find_runs([tmp_path])
     board = Leaderboard([run for run in runs if run.path.name not in ("half", "old")])
-    rows = {row[0]: row for row in board.rows()}
+    rows = {row[0]: row for row in board.view().rows}
     assert board.groups[0].label == "encoder=gru" and rows["encoder=gru"][-1] == "1 finished"
     assert rows["encoder=lstm"][-1] == "1 running" and rows["encoder=esn"][-1] == "1 failed"
     assert sorted(run.status for run in runs if run.path.name in ("half", "old")) == ["old", "unreadable"]
@@ -138,9 +140,13 @@ def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
     board.test_against(baseline)
     lstm, rnn = board.comparisons["encoder=lstm"], board.comparisons["encoder=rnn"]
     assert lstm.p < 0.01 and lstm.ci_low > 0 and rnn.p > 0.05 and rnn.ci_low < 0 < rnn.ci_high, board.comparisons
-    rows = {row[0]: row for row in board.rows()}
-    assert rows["encoder=gru"][3] == "baseline" and rows["encoder=lstm"][3].endswith(" *")
-    assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and "p=0.0" in rows["encoder=lstm"][3]
+    view = board.view()
+    assert view.header[3:5] == ["Δ bleu [95% CI]", "p"]
+    rows = {row[0]: row for row in view.rows}
+    assert rows["encoder=gru"][3:5] == ["baseline", ""] and rows["encoder=lstm"][4].endswith(" *")
+    assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and rows["encoder=lstm"][4].startswith("0.0")
+    assert rows["encoder=rnn"][4] == f"{rnn.p:.3f}"
+    assert [g.label for g, marked in zip(board.groups, view.significant) if marked] == ["encoder=lstm"]
     markdown = compare([tmp_path], fmt="markdown", baseline="encoder=gru")
     assert "hierarchical bootstrap" in markdown and "Holm-adjusted over 2 rows" in markdown
     with pytest.raises(CompareError, match="names no single configuration"):
@@ -284,15 +290,16 @@ def test_the_tasks_breakdowns_are_columns_named_as_the_task_named_them(tmp_path)
     sorting = {"exact_by_length": {"1-3": {"exact": 80.0, "count": 4}, "4-6": {"exact": 25.0, "count": 4}}}
     write(tmp_path / "b", {**summary("lstm", {"bleu": 20.0}), "breakdowns": sorting})
     board = Leaderboard(find_runs([tmp_path]))
-    header = board.header()
+    view = board.view()
+    header = view.header
     assert header[-5:-1] == ["bleu_by_length bleu 1-10", "bleu_by_length bleu 11-20", "exact_by_length exact 1-3",
                              "exact_by_length exact 4-6"]  # fmt: skip
-    rows = {row[0]: row for row in board.rows()}
+    rows = {row[0]: row for row in view.rows}
     assert rows["encoder=lstm"][-3:-1] == ["80.0", "25.0"] and rows["encoder=gru"][-3:-1] == ["", ""]
     listed = json.loads(board.json())["rows"]
     assert listed[1]["breakdowns"]["exact_by_length"]["1-3"]["exact"]["mean"] == 80.0
     alone = Leaderboard(find_runs([tmp_path / "b"]))
-    assert alone.header()[-3:-1] == ["exact 1-3", "exact 4-6"], "one breakdown: its scores and buckets say enough"
+    assert alone.view().header[-3:-1] == ["exact 1-3", "exact 4-6"], "one breakdown: its scores and buckets say enough"
 
 
 def test_settings_that_look_like_markup_are_printed_as_they_are(tmp_path):
@@ -301,3 +308,85 @@ def test_settings_that_look_like_markup_are_printed_as_they_are(tmp_path):
     mine = {"encoder": {"name": "gru"}, "plugin_dirs": ["/abs/my_plugins"]}
     write(tmp_path / "b", {**summary("gru", {"bleu": 20.0}), "config_key": "other"}, config=mine)
     assert "plugin_dirs=[/abs/my_plugins]" in compare([tmp_path], by=["plugin_dirs"])
+
+
+def test_each_score_column_takes_the_decimals_that_tell_its_rows_apart(tmp_path):
+    """Three rows once all read ``0.4``. A score column takes the fewest decimals, one at least and four at most,
+    at which its distinct means differ, its standard deviations at the same; csv and json keep every digit."""
+    scores = {"gru": [(0.40, 52.0, 30.00001), (0.42, 52.0, 30.00001)], "lstm": [(0.43, 48.0, 30.00002)]}
+    scores["rnn"] = [(0.38, 48.0, 30.00001)]
+    for encoder, seeds in scores.items():
+        for seed, (bleu, chrf, ter) in enumerate(seeds, start=1):
+            write(tmp_path / f"{encoder}{seed}", summary(encoder, {"bleu": bleu, "chrf": chrf, "ter": ter}, seed=seed))
+    view = Leaderboard(find_runs([tmp_path])).view()
+    columns = {column.name: [cell.text for cell in column.cells] for column in view.columns}
+    assert columns["configuration"] == ["encoder=lstm", "encoder=gru", "encoder=rnn"]
+    assert columns["bleu"] == ["0.43", "0.41 ± 0.01", "0.38"]
+    assert columns["chrf"] == ["48.0", "52.0 ± 0.0", "48.0"], "equal means need no more decimals"
+    assert columns["ter"] == ["30.0000", "30.0000 ± 0.0000", "30.0000"], "closer than four decimals: four"
+    assert decimals([0.4, 0.4]) == 1 and decimals([1.21, 1.24]) == 2 and decimals([3.0, 4.0], natural=0) == 0
+    rows = {row["configuration"]: row for row in csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv")))}
+    assert float(rows["encoder=lstm"]["ter mean"]) == 30.00002
+    (data,) = json.loads(compare([tmp_path], fmt="json"))
+    assert data["rows"][1]["metrics"]["ter"]["mean"] == 30.00001 and data["rows"][0]["metrics"]["bleu"]["mean"] == 0.43
+
+
+def test_digits_sets_the_decimals_of_every_score_and_a_bad_value_is_one_line(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0, "chrf": 0.123456}))
+    write(tmp_path / "b", summary("lstm", {"bleu": 20.0, "chrf": 0.5}))
+    markdown = compare([tmp_path], fmt="markdown", digits=3)
+    assert "| encoder=gru | 1 | 30.000 | 0.123 |" in markdown and "| 50.000 | 40.000 |" in markdown  # breakdowns too
+    assert "| encoder=gru | 1 | 30.0 | 0.1 |" in compare([tmp_path], fmt="markdown"), "0.1 and 0.5 differ already"
+    proc = fork_zoo("compare", str(tmp_path), "--digits", "11", cwd=tmp_path, check=False)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == "zoo: error: --digits 11: give a number of decimals from 0 to 10\n"
+
+
+def test_settings_and_costs_alike_in_every_row_are_said_once_above_the_table(tmp_path):
+    for encoder, bleu in (("gru", 30.0), ("lstm", 20.0)):
+        write(tmp_path / encoder, summary(encoder, {"bleu": bleu}))
+    board = Leaderboard(find_runs([tmp_path]), by=["decoder", "encoder"])
+    view = board.view()
+    assert view.shared_line() == "same in every run: decoder=rnn, params=1,000, frozen=0, train s=12, tokens/s=100"
+    assert [row[0] for row in view.rows] == ["encoder=gru", "encoder=lstm"]
+    assert not {"params", "frozen", "train s", "tokens/s"} & set(view.header)
+    assert board.markdown().startswith("same in every run: decoder=rnn, params=1,000")
+    assert "same in every run: decoder=rnn" in board.table(width=100)
+    (data,) = json.loads(compare([tmp_path], by=["decoder", "encoder"], baseline="encoder=gru", fmt="json"))
+    assert data["baseline"] == "decoder=rnn encoder=gru", "a row is found by the name it shows"
+    alone = Leaderboard(find_runs([tmp_path / "gru"]), by=["decoder", "encoder"]).view()
+    assert alone.shared == {} and alone.rows[0][0] == "decoder=rnn encoder=gru" and "params" in alone.header
+
+
+def test_the_best_of_each_metric_is_marked_in_its_own_direction(tmp_path):
+    write(tmp_path / "a", summary("gru", {"bleu": 30.0, "ter": 40.0}))
+    write(tmp_path / "b", summary("lstm", {"bleu": 20.0, "ter": 35.0}))
+    write(tmp_path / "c", {**summary("rnn", {}), "status": "running"})
+    view = Leaderboard(find_runs([tmp_path])).view()
+    labels = view.columns[0].cells
+    best = {c.name: [label.text for label, cell in zip(labels, c.cells) if cell.best] for c in view.columns}
+    assert best["bleu"] == ["encoder=gru"] and best["ter"] == ["encoder=lstm"] and best["n"] == []
+
+
+def test_the_terminal_table_fits_the_terminal_and_never_breaks_a_number(tmp_path):
+    """``zoo compare`` in a terminal of 100 columns: the table goes on below in blocks rather than be drawn
+    wider, or wrap a value over lines."""
+    garbled = [" ".join(s.split()[:-2]) for s in SENTENCES]
+    for name, hypotheses in (("gru", garbled), ("lstm", SENTENCES), ("rnn", garbled[:20] + SENTENCES[20:])):
+        for seed in (1, 2):
+            folder = tmp_path / "runs" / f"{name}{seed}"
+            scores = {"bleu": 30.0 + len(name) + seed / 10, "chrf": 50.0 + seed, "ter": 40.0 - seed}
+            write(folder, {**summary(name, scores, seed=seed), "latency_ms": {"greedy": 3.0 + seed, "beam": 9.5}})
+            write_items(folder, hypotheses)
+    board = Leaderboard(find_runs([tmp_path / "runs"]))
+    board.test_against(board.find("encoder=gru")[0])
+    assert max(len(line) for line in board.table(width=1000).splitlines()) > 100, "the table is wider than that"
+    proc = fork_zoo("compare", "runs", "--baseline", "encoder=gru", cwd=tmp_path, env={"COLUMNS": "100"})
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    numbers = [cell.text for column in board.view().columns if column.numeric for cell in column.cells if cell.text]
+    assert len(numbers) > 20 and all(any(number in line for line in lines) for number in numbers), proc.stdout
+    assert (
+        sum(line.startswith("┏") for line in lines) > 1
+        and sum(line.startswith("│ encoder=lstm ") for line in lines) > 1
+    )

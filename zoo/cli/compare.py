@@ -29,11 +29,19 @@ def run(args: list[str], description: str) -> None:
         "difference, 95%% CI and Holm-adjusted p-value of the sorted metric "
         "(bootstrap over seeds and test items)",
     )
+    parser.add_argument(
+        "--digits",
+        type=int,
+        metavar="N",
+        help="decimals of every score in the table, Markdown and HTML (default: per column, the fewest that "
+        "tell its rows apart); csv and json keep every digit",
+    )
     parser.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report (charts, samples)")
     opts = parser.parse_args(args)
     if opts.html:
         check_report_file(Path(opts.html))  # before the table: a refused command prints nothing
     by = [key.strip() for key in opts.by.split(",") if key.strip()]
-    print(compare(opts.paths, by=by, sort=opts.sort, fmt=opts.format, baseline=opts.baseline))
+    chosen = {"by": by, "sort": opts.sort, "baseline": opts.baseline, "digits": opts.digits}
+    print(compare(opts.paths, fmt=opts.format, **chosen))
     if opts.html:
-        print(f"wrote {write_report(opts.paths, opts.html, by=by, sort=opts.sort, baseline=opts.baseline)}")
+        print(f"wrote {write_report(opts.paths, opts.html, **chosen)}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +54,20 @@ class Group:
 
     label: str
     runs: list[Run]
+    #: The settings that name it (``{"encoder": "gru"}``), as its label writes them; empty for a label that is no
+    #: setting (one configuration alone, named by its encoder).
+    settings: dict[str, str] = field(default_factory=dict)
+    #: What tells apart configurations that no setting does: `` [config key]`` after the label, else empty.
+    tag: str = ""
     metrics: dict[str, Stat] = field(default_factory=dict)
     costs: dict[str, Stat] = field(default_factory=dict)
     #: Every score of the task's breakdowns: (breakdown, bucket, score) -> its statistic over the seeds.
     breakdowns: dict[tuple[str, str, str], Stat] = field(default_factory=dict)
+
+    def name(self, shared: Collection[str] = ()) -> str:
+        """The label less the ``shared`` settings (those every row has alike, said once above the table)."""
+        kept = [f"{key}={value}" for key, value in self.settings.items() if key not in shared]
+        return " ".join(kept) + self.tag if kept else self.label
 
     @property
     def statuses(self) -> Counter:
@@ -152,12 +162,12 @@ def _deciding(groups: list[str], presets: list[dict[str, Any]]) -> list[str]:
     return [group for group in groups if group in kept]
 
 
-def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
-    """Each group's ``by`` values; by default the preset choices in which the groups differ (``model=gru``: a
-    recipe names all it sets), then every compared setting that differs between groups of the same presets
-    (one group alone: its encoder). Groups nothing tells apart (runs without a config) add their config key."""
+def _names(members: list[list[Run]], by: list[str]) -> list[dict[str, str]]:
+    """Each group's naming settings: its ``by`` values; by default the preset choices in which the groups differ
+    (``model=gru``: a recipe names all it sets), then every compared setting that differs between groups of the
+    same presets."""
     if by:
-        return [" ".join(f"{key}={show(runs[0].setting(key))}" for key in by) for runs in members]
+        return [{key: show(runs[0].setting(key)) for key in by} for runs in members]
     settings = [runs[0].settings for runs in members]
     presets = [
         {group: choice for group, choice in runs[0].choices.items() if group not in s}
@@ -179,18 +189,26 @@ def _labels(members: list[list[Run]], by: list[str]) -> list[str]:
         for key in dict.fromkeys(k for s in settings for k in s)
         if _compared(key) and any(_differs(key, cell) for cell in alike.values())
     ]
+    return [
+        {**{group: show(p.get(group)) for group in chosen}, **{key: show(s.get(key)) for key in keys}}
+        for p, s in zip(presets, settings)
+    ]
+
+
+def _labels(members: list[list[Run]], names: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """Each group's label (its naming settings; one group alone: its encoder) and its tag: groups nothing tells
+    apart (runs without a config) add their config key."""
     labels = [
-        " ".join(
-            [*(f"{group}={show(p.get(group))}" for group in chosen), *(f"{key}={show(s.get(key))}" for key in keys)]
-        )
+        " ".join(f"{key}={value}" for key, value in settings.items())
         or str(runs[0].setting("encoder") or runs[0].path.name)
-        for runs, p, s in zip(members, presets, settings)
+        for runs, settings in zip(members, names)
     ]
     repeated = Counter(labels)
-    return [
-        f"{label} [{runs[0].summary.get('config_key') or runs[0].path.name}]" if repeated[label] > 1 else label
+    tags = [
+        f" [{runs[0].summary.get('config_key') or runs[0].path.name}]" if repeated[label] > 1 else ""
         for label, runs in zip(labels, members)
     ]
+    return [(label + tag, tag) for label, tag in zip(labels, tags)]
 
 
 def breakdown_keys(runs: list[Run]) -> list[tuple[str, str, str]]:
@@ -216,8 +234,10 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
         key = tuple(_canonical(run.setting(k)) for k in by) if by else (run.summary.get("config_key") or str(run.path),)
         buckets.setdefault(key, []).append(run)
     groups = []
-    for label, members in zip(_labels(list(buckets.values()), by), buckets.values()):
-        group = Group(label, members)
+    members = list(buckets.values())
+    named = _names(members, by)
+    for (label, tag), settings, its_runs in zip(_labels(members, named), named, members):
+        group = Group(label, its_runs, settings, tag)
         seeds, done = group.seeds, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
         group.metrics = {name: _over_seeds(seeds, lambda run, name=name: run.score(name)) for name in names}

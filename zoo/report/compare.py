@@ -6,6 +6,9 @@ BLEU on sources of 1-10 words); sorted by the monitored metric (or ``sort``) in 
 direction. Running and failed runs are
 counted in the status column, never averaged in. With a baseline, each row also
 holds its difference from it, a confidence interval and a p-value (``stats.py``).
+The table, Markdown and HTML show the :class:`View` of ``columns.py`` (scores at a
+precision that tells the rows apart, what every row shares said once above); CSV and
+JSON keep every digit.
 """
 
 from __future__ import annotations
@@ -18,13 +21,21 @@ from pathlib import Path
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
+from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
+from zoo.report.terminal import draw
 from zoo.search.report import format_search, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
 TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method")
+#: The Holm-adjusted p-value below which a row differs from the baseline (marked ``*``).
+SIGNIFICANCE = 0.05
+#: Decimals of each cost column: measured, not scored, so at a fixed precision (one decimal for the others).
+COST_DECIMALS = {"params": 0, "frozen": 0, "tokens/s": 0, "train s": 0}
+#: The decimals of a score column, at least (more where its rows would read alike).
+SCORE_DECIMALS = 1
 
 
 class CompareError(ZooError, ValueError):
@@ -35,9 +46,18 @@ class Leaderboard:
     """Groups of runs, their columns and order, renderable as a terminal table, Markdown, CSV or JSON."""
 
     def __init__(
-        self, runs: list[Run], by: list[str] | None = None, sort: str | None = None, skipped: list[Run] | None = None
+        self,
+        runs: list[Run],
+        by: list[str] | None = None,
+        sort: str | None = None,
+        skipped: list[Run] | None = None,
+        digits: int | None = None,
     ) -> None:
-        """``runs`` must be comparable (see :func:`comparable_sets`); ``skipped`` are named under the table."""
+        """``runs`` must be comparable (see :func:`comparable_sets`); ``skipped`` are named under the table;
+        ``digits``: the decimals of every score shown (default: per column, the fewest that tell its rows apart)."""
+        if digits is not None and not 0 <= digits <= MAX_DIGITS:
+            raise CompareError(f"--digits {digits}: give a number of decimals from 0 to {MAX_DIGITS}")
+        self.digits = digits
         self.runs = runs
         self.skipped = skipped or []
         self.groups = group_runs(runs, by)
@@ -52,8 +72,12 @@ class Leaderboard:
                     f"they have {', '.join(self.metrics)}",
                 )
             )
-        directions = [s["test"][self.sort]["higher_is_better"] for s in summaries if self.sort in s.get("test", {})]
-        self.higher_is_better = directions[0] if directions else True
+        #: Whether a higher score is better, per metric, as the first summary holding it says.
+        self.directions: dict[str, bool] = {}
+        for s in summaries:
+            for name, entry in s.get("test", {}).items():
+                self.directions.setdefault(name, entry.get("higher_is_better", True))
+        self.higher_is_better = self.directions.get(self.sort, True)
         self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
         found = {key for g in self.groups for key in g.breakdowns}
         #: The breakdowns' (breakdown, bucket, score) columns, in the order the tasks wrote them.
@@ -86,29 +110,11 @@ class Leaderboard:
             return float("inf")
         return -stat.mean if self.higher_is_better else stat.mean
 
-    # ------------------------------------------------------------------ cells
+    # ------------------------------------------------------------------ columns
     @staticmethod
     def _status(group: Group) -> str:
         counts = group.statuses
         return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-
-    @staticmethod
-    def _stat(stat: Stat | None, digits: int = 1) -> str:
-        if stat is None:
-            return ""
-        return f"{stat.mean:,.{digits}f}" if stat.n == 1 else f"{stat.mean:,.{digits}f} ± {stat.std:,.{digits}f}"
-
-    def header(self) -> list[str]:
-        significance = [f"Δ {self.sort} [{CONFIDENCE:.0%} CI] p"] if self.baseline else []
-        return [
-            "configuration",
-            "n",
-            *self.metrics,
-            *significance,
-            *self.costs,
-            *self.breakdown_columns(),
-            "runs",
-        ]
 
     def breakdown_columns(self) -> list[str]:
         """``bleu 1-10``: a breakdown's score in one bucket, named by the task; the breakdown's name leads when
@@ -116,36 +122,82 @@ class Leaderboard:
         several = len({name for name, _, _ in self.breakdowns}) > 1
         return [f"{name} " * several + f"{score} {bucket}" for name, bucket, score in self.breakdowns]
 
-    def _test_cell(self, group: Group) -> list[str]:
-        """``+3.1 [-1.2, 7.4] p=0.330``, with `` *`` when the adjusted p is below 0.05."""
+    def _decimals(self, stats: list[Stat | None]) -> int:
+        """A score column's decimals: ``digits`` if given, else the fewest that tell its rows' means apart."""
+        if self.digits is not None:
+            return self.digits
+        return decimals([s.mean for s in stats if s], SCORE_DECIMALS)
+
+    def _score_column(self, name: str, stats: list[Stat | None]) -> Column:
+        return stat_column(name, stats, self._decimals(stats))
+
+    def _shared_settings(self) -> dict[str, str]:
+        """The naming settings alike in every row (of two or more), while another still tells the rows apart."""
+        if len(self.groups) < 2:
+            return {}
+        first = self.groups[0].settings
+        keys = list(dict.fromkeys(key for g in self.groups for key in g.settings))
+        alike = {key: first[key] for key in keys if all(g.settings.get(key) == first.get(key) for g in self.groups)}
+        return alike if len(alike) < len(keys) else {}
+
+    def _alike_costs(self) -> dict[str, str]:
+        """The costs every finished run has alike (``frozen=0``), in two rows or more: rows with no finished run
+        yet (running, failed) have no costs to differ."""
+        alike = {}
+        for column in self.costs:
+            stats = [g.costs.get(column) for g in self.groups if g.finished]
+            if len(stats) > 1 and all(s and s.std == 0 and s.mean == stats[0].mean for s in stats):
+                alike[column] = f"{stats[0].mean:,.{COST_DECIMALS.get(column, 1)}f}"
+        return alike
+
+    def _test_columns(self, digits: int) -> list[Column]:
+        """Each row's difference from the baseline with its confidence interval (``+3.12 [-1.20, 7.40]``), and its
+        Holm-adjusted p-value, `` *`` below :data:`SIGNIFICANCE`."""
         if not self.baseline:
             return []
-        if group is self.baseline:
-            return ["baseline"]
-        c = self.comparisons.get(group.label)
-        if c is None:
-            return [""]
-        return [f"{c.difference:+.1f} [{c.ci_low:.1f}, {c.ci_high:.1f}] p={c.p:.3f}" + (" *" if c.p < 0.05 else "")]
+        differences, ps = [], []
+        for group in self.groups:
+            c = self.comparisons.get(group.label)
+            if group is self.baseline:
+                differences.append(Cell("baseline", 0.0))
+                ps.append(Cell(""))
+            elif c is None:
+                differences.append(Cell(""))
+                ps.append(Cell(""))
+            else:
+                interval = f"[{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]"
+                differences.append(Cell(f"{c.difference:+,.{digits}f} {interval}", c.difference))
+                ps.append(Cell(f"{c.p:.3f}" + " *" * (c.p < SIGNIFICANCE), c.p))
+        return [Column(f"Δ {self.sort} [{CONFIDENCE:.0%} CI]", differences), Column("p", ps)]
 
-    def rows(self) -> list[list[str]]:
-        rows = []
-        for g in self.groups:
-            costs = [
-                self._stat(g.costs.get(c), 0 if c in ("params", "frozen", "tokens/s", "train s") else 1)
-                for c in self.costs
-            ]
-            rows.append(
-                [
-                    g.label,
-                    str(len(g.seeds)),
-                    *[self._stat(g.metrics.get(m)) for m in self.metrics],
-                    *self._test_cell(g),
-                    *costs,
-                    *[self._stat(g.breakdowns.get(key)) for key in self.breakdowns],
-                    self._status(g),
-                ]
-            )
-        return rows
+    def _significant(self, group: Group) -> bool:
+        c = self.comparisons.get(group.label)
+        return c is not None and c.p < SIGNIFICANCE
+
+    def view(self) -> View:
+        """The leaderboard as shown in the terminal, Markdown and HTML: the row's name less what every row shares,
+        the seeds, each metric (its best marked), the test against the baseline, costs, breakdowns, runs."""
+        shared, alike = self._shared_settings(), self._alike_costs()
+        metrics = [self._score_column(name, [g.metrics.get(name) for g in self.groups]) for name in self.metrics]
+        for column in metrics:
+            mark_best(column, self.directions.get(column.name, True))
+        columns = [
+            Column("configuration", [Cell(g.name(shared)) for g in self.groups], numeric=False),
+            Column("n", [Cell(str(len(g.seeds)), len(g.seeds)) for g in self.groups]),
+            *metrics,
+            *self._test_columns(self._decimals([g.metrics.get(self.sort) for g in self.groups])),
+            *(
+                stat_column(column, [g.costs.get(column) for g in self.groups], COST_DECIMALS.get(column, 1))
+                for column in self.costs
+                if column not in alike
+            ),
+            *(
+                self._score_column(name, [g.breakdowns.get(key) for g in self.groups])
+                for name, key in zip(self.breakdown_columns(), self.breakdowns)
+            ),
+            Column("runs", [Cell(self._status(g)) for g in self.groups], numeric=False),
+        ]
+        return View(columns, {**shared, **alike}, [self._significant(g) for g in self.groups])
 
     # ------------------------------------------------------------------ formats
     def render(self, fmt: str = "table") -> str:
@@ -165,19 +217,9 @@ class Leaderboard:
             )
         return "\n".join(lines)
 
-    def table(self) -> str:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
-
-        table = Table(caption=escape(self.footnote()), caption_justify="left")
-        for k, name in enumerate(self.header()):
-            table.add_column(escape(name), justify="left" if k in (0, len(self.header()) - 1) else "right")
-        for row in self.rows():  # labels hold settings such as plugin_dirs=[/abs/path], which rich reads as markup
-            table.add_row(*map(escape, row))
-        out = io.StringIO()
-        Console(file=out, width=max(100, 14 * len(self.header())), color_system=None).print(table)
-        return out.getvalue().rstrip()
+    def table(self, width: int | None = None) -> str:
+        """The terminal table, no wider than ``width`` (default: the terminal's)."""
+        return draw(self.view(), self.footnote(), width)
 
     def method(self) -> str:
         """One line saying how the rows were tested against the baseline, naming the rows of each method."""
@@ -189,7 +231,7 @@ class Leaderboard:
         line = (
             f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
             f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'}, {SAMPLES} samples (Koehn, 2004), "
-            f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < 0.05"
+            f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
         )
         return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
 
@@ -198,9 +240,11 @@ class Leaderboard:
         return {name: getattr(c, name) if c else None for name in TEST_FIELDS}
 
     def markdown(self) -> str:
-        lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
-        return "\n".join(lines) + "\n\n" + self.footnote()
+        view = self.view()
+        lines = ["| " + " | ".join(view.header) + " |", "|" + "---|" * len(view.header)]
+        lines += ["| " + " | ".join(row) + " |" for row in view.rows]
+        shared = view.shared_line()
+        return (f"{shared}\n\n" if shared else "") + "\n".join(lines) + "\n\n" + self.footnote()
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -319,7 +363,11 @@ def is_trial(run: Run) -> bool:
 
 
 def leaderboards(
-    runs: list[Run], by: list[str] | None = None, sort: str | None = None, baseline: str | None = None
+    runs: list[Run],
+    by: list[str] | None = None,
+    sort: str | None = None,
+    baseline: str | None = None,
+    digits: int | None = None,
 ) -> list[tuple[str, Leaderboard]]:
     """One leaderboard per set of comparable runs (with a note saying how it differs); a search's trials
     are left to its curves."""
@@ -327,8 +375,8 @@ def leaderboards(
     usable = [run for run in runs if run.status not in ("old", "unreadable")]
     if usable and by:
         check_settings(usable, by)
-    boards = [(why, Leaderboard(members, by, sort)) for why, members in comparable_sets(usable)]
-    boards = boards or [("", Leaderboard([], by, sort))]
+    boards = [(why, Leaderboard(members, by, sort, digits=digits)) for why, members in comparable_sets(usable)]
+    boards = boards or [("", Leaderboard([], by, sort, digits=digits))]
     boards[0][1].skipped = [run for run in runs if run not in usable]
     if baseline:
         _set_baseline(boards, baseline)
@@ -341,11 +389,12 @@ def compare(
     sort: str | None = None,
     fmt: str = "table",
     baseline: str | None = None,
+    digits: int | None = None,
 ) -> str:
     """The leaderboards of every run under ``paths`` as text; as a table or Markdown, a search's expected best
     validation score against the number of trials comes first."""
     runs = find_runs(paths)
-    boards = leaderboards(runs, by, sort, baseline)
+    boards = leaderboards(runs, by, sort, baseline, digits)
     families = search_families(runs)
     if not families and not any(board.runs or board.skipped for _, board in boards):
         raise RunsNotFound(
@@ -368,6 +417,7 @@ def write_report(
     by: list[str] | None = None,
     sort: str | None = None,
     baseline: str | None = None,
+    digits: int | None = None,
 ) -> Path:
     """Write the self-contained HTML report of the runs under ``paths`` to ``out`` (atomically: a write that
     fails leaves neither a part of the page nor its temporary file)."""
@@ -382,7 +432,7 @@ def write_report(
     check_report_file(out)
     runs = find_runs(paths)
     page = render(
-        leaderboards(runs, by, sort, baseline),
+        leaderboards(runs, by, sort, baseline, digits),
         f"zoo compare: {', '.join(map(str, paths))}",
         out,
         families=search_families(runs),
