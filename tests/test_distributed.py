@@ -48,7 +48,8 @@ def logged_metrics(run_dir: Path) -> dict[str, float]:
     """The last value of every val/ and test/ metric in the run's metrics.csv."""
     with open(run_dir / "metrics.csv", newline="") as file:
         rows = list(csv.DictReader(file))
-    return {name: float(value) for row in rows for name, value in row.items() if "/" in name and value}
+    evaluated = ("val/", "test/")
+    return {name: float(value) for row in rows for name, value in row.items() if name.startswith(evaluated) and value}
 
 
 def test_ddp_on_two_cpu_processes_writes_one_run_and_scores_whole_splits(tmp_path):

@@ -1,4 +1,5 @@
-"""Weights & Biases: one offline run per job, also in a sweep, carrying what the W&B UI groups and filters by.
+"""Weights & Biases: one offline run per job, also in a sweep, with its own id (the one its summary.json names),
+carrying what the W&B UI groups and filters by and the training curve.
 
 wandb no longer ships a Python reader for its ``.wandb`` files (the writer is its Go core), so
 ``wandb_records`` reads them here: a LevelDB-style log (32 KiB blocks of length-prefixed chunks
@@ -7,6 +8,7 @@ after a 7-byte ``:W&B`` header) of wandb's own protobuf ``Record`` messages.
 
 from __future__ import annotations
 
+import csv
 import json
 import struct
 import sys
@@ -17,7 +19,10 @@ import pytest
 from conftest import TINY, fork_zoo
 from omegaconf import OmegaConf
 
+from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 from zoo.training.tracking import final_metrics, one_wandb_run_per_job, run_group
+
+CURVE = (TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM)
 
 BLOCK, CHUNK_HEADER = 32 * 1024, 7
 FULL, LAST = 1, 4
@@ -47,26 +52,33 @@ def wandb_records(path: Path) -> list:
 
 
 def offline_run(job_dir: Path) -> dict:
-    """What the job's only offline W&B run recorded: group, name, tags, config, summary, exit code, tables."""
+    """What the job's only offline W&B run recorded: id, group, name, tags, config, history, summary, exit code."""
     (run_folder,) = (job_dir / "wandb").glob("offline-run-*")
     (log,) = run_folder.glob("*.wandb")
-    run: dict = {"config": {}, "summary": {}, "exit_code": None, "folder": run_folder}
+    run: dict = {"config": {}, "summary": {}, "history": [], "exit_code": None, "folder": run_folder}
     for record in wandb_records(log):
         kind = record.WhichOneof("record_type")
         if kind == "run":
             run.update(group=record.run.run_group, name=record.run.display_name, tags=list(record.run.tags))
+            run["id"] = record.run.run_id
             run["config"].update({item.key: json.loads(item.value_json) for item in record.run.config.update})
         elif kind == "summary":
             run["summary"].update(
                 {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.summary.update}
+            )
+        elif kind == "history":
+            run["history"].append(
+                {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
             )
         elif kind == "exit":
             run["exit_code"] = record.exit.exit_code
     return run
 
 
-def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
-    sweep = tmp_path / "sweep"
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """A real 2-job sweep logged to W&B offline (the default without $WANDB_MODE), its training curve every step."""
+    work = tmp_path_factory.mktemp("wandb")
     fork_zoo(
         "train",
         "-m",
@@ -74,13 +86,18 @@ def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
         "dataset.train_size=64",
         "dataset.val_size=8",
         "dataset.test_size=4",
+        "trainer.log_every_n_steps=1",
         "logger=wandb",
         "logger.tags=[nightly]",
         "attention=additive,dot",
-        f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
+        f"hydra.sweep.dir={work / 'sweep'}",
+        cwd=work,
         env={"WANDB_MODE": None},
     )
+    return work / "sweep"
+
+
+def test_each_job_of_a_sweep_gets_its_own_finished_run(sweep):
     for job, attention in (("0", "additive"), ("1", "dot")):
         run = offline_run(sweep / job)
         summary = json.loads((sweep / job / "summary.json").read_text())
@@ -97,6 +114,28 @@ def test_each_job_of_a_sweep_gets_its_own_finished_run(tmp_path):
         first = [json.loads(line) for line in (sweep / job / "test_items.jsonl").read_text().splitlines()][:3]
         assert rows["columns"] == ["source", "references", "hypothesis"]
         assert [row[2] for row in rows["data"]] == [item["hypothesis"] for item in first]
+
+
+def test_each_job_logs_into_the_wandb_run_its_summary_names(sweep):
+    ids = []
+    for job in ("0", "1"):
+        run, summary = offline_run(sweep / job), json.loads((sweep / job / "summary.json").read_text())
+        assert run["id"] == summary["wandb_run_id"] and run["folder"].name.endswith(f"-{run['id']}")
+        ids.append(run["id"])
+    assert ids[0] != ids[1], "two jobs in one W&B run would overwrite each other once synced"
+
+
+def test_the_wandb_history_holds_the_training_curve_of_metrics_csv(sweep):
+    for job in ("0", "1"):
+        with open(sweep / job / "metrics.csv", newline="") as file:
+            rows = [row for row in csv.DictReader(file) if row[TRAIN_LOSS]]
+        curve = {int(row["step"]): [float(row[name]) for name in CURVE] for row in rows}
+        logged = {
+            entry["trainer/global_step"]: [entry[name] for name in CURVE]
+            for entry in offline_run(sweep / job)["history"]
+            if TRAIN_LOSS in entry
+        }
+        assert len(curve) >= 2 and logged == curve
 
 
 def test_a_failed_job_finishes_its_run_as_failed(monkeypatch):

@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks import Callback, Checkpoint
 
 from zoo.contracts import PAD
 from zoo.training.interruptions import Interruptions
+from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
 
 class Throughput(Callback):
@@ -39,6 +40,43 @@ class Throughput(Callback):
 
     def load_state_dict(self, state: dict) -> None:
         self.tokens, self.seconds = int(state.get("tokens", 0)), float(state.get("seconds", 0.0))
+
+
+class TrainingCurves(Callback):
+    """The training loss, learning rate and gradient norm of every ``every_n_steps``-th optimiser step, to every
+    logger (``metrics.csv`` and the trackers), under the names :mod:`zoo.training.layout` declares.
+
+    The step of index ``i`` (``trainer.global_step`` before its update: the ``step`` Lightning gives a row) is
+    logged when ``i`` is a multiple of ``every_n_steps``, so the first step always is, even in a run of a few
+    steps. Its loss is the batch's (the mean over the processes under DDP), its learning rate the one its update
+    uses, its gradient norm the total L2 norm before clipping (gradients already unscaled under fp16), computed
+    only on the steps logged. Nothing here changes a value training uses or draws a random number.
+
+    Resume keeps the curve true: a checkpoint after k steps has the rows of steps 0..k-1 on disk (Lightning runs
+    checkpoint callbacks after this one, and :class:`LastCheckpoint` saves the loggers first),
+    :func:`zoo.training.loggers.keep_earlier_metrics` keeps exactly those, and the resumed run logs from step k on.
+    """
+
+    def __init__(self, every_n_steps: int) -> None:
+        self.every_n_steps = every_n_steps
+        self._pending: tuple[int, dict] | None = None  # the step under way, if logged: its index, lr, gradient norm
+
+    def on_before_optimizer_step(self, trainer, module, optimizer) -> None:
+        step = trainer.global_step
+        if step % self.every_n_steps:
+            return
+        norm = torch.nn.utils.get_total_norm([p.grad for p in module.parameters() if p.grad is not None])
+        self._pending = (step, {TRAIN_LR: optimizer.param_groups[0]["lr"], TRAIN_GRAD_NORM: float(norm)})
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        if self._pending is None:
+            return
+        (step, values), self._pending = self._pending, None
+        loss = trainer.strategy.reduce(outputs["loss"].detach(), reduce_op="mean")
+        metrics = {TRAIN_LOSS: float(loss), **values, "epoch": trainer.current_epoch}
+        for logger in trainer.loggers:
+            logger.log_metrics(metrics, step=step)
+            logger.save()  # on disk at once, as Lightning's own rows: a dashboard reads metrics.csv as it grows
 
 
 # ------------------------------------------------------------------------------------ surviving runs

@@ -19,15 +19,23 @@ BEST_CHECKPOINT_NAME = "best"
 LAST_CHECKPOINT = f"{CHECKPOINTS_DIR}/last.ckpt"
 #: Lightning's CSV log, one row per logged step.
 METRICS_FILE = "metrics.csv"
+#: Its training columns (zoo.training.callbacks.TrainingCurves), on the rows whose ``step`` is a multiple of
+#: ``trainer.log_every_n_steps``: that step's batch loss, its learning rate, its gradients' L2 norm before clipping.
+TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM = "train/loss", "train/lr", "train/grad_norm"
 #: Versions and the origin of every component (zoo.training.provenance).
 PROVENANCE_FILE = "provenance.json"
 #: Copies of the plugin folders' sources: ``plugins/<folder name>/<file>.py``.
 PLUGINS_DIR = "plugins"
-#: One line per test item: id, source (as text), hypothesis, references and every per-item metric score.
+#: One line per test item: id, source (as text), hypothesis, references, every per-item metric score and, for an
+#: image, its file's path (``image``) or, for pixels made in memory, a small JPEG (``thumbnail``, a data URI).
 TEST_ITEMS_FILE = "test_items.jsonl"
 #: One hypothesis per test item.
 HYPOTHESES_FILE = "test_hypotheses.txt"
 #: The first ``samples`` test items as text.
 SAMPLES_FILE = "samples.txt"
+#: Attention pictures and explorer pages (``zoo attention``): one folder per source drawn, named after it.
+ATTENTION_DIR = "attention"
+#: The attention explorer's page inside a source's folder.
+EXPLORER_FILE = "explorer.html"
 #: Files whose presence means a directory holds a zoo run (finished, failed, running or killed).
 RUN_MARKERS = (SUMMARY_FILE, CHECKPOINTS_DIR)

@@ -19,11 +19,12 @@ def wandb_mode(logger_cfg: Any) -> str:
     return logger_cfg["mode"] or os.environ.get("WANDB_MODE") or "offline"
 
 
-def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
-    """CSV into the run directory always; each tracker switched on in ``logger`` beside it."""
+def make_loggers(cfg: DictConfig, run_dir: Path, wandb_run_id: str | None = None) -> list:
+    """CSV into the run directory always; each tracker switched on in ``logger`` beside it (W&B's run with the id
+    the run's record names: :func:`zoo.training.tracking.wandb_run_id`)."""
     loggers: list = [CSVLogger(save_dir=str(run_dir), name="", version="")]
     if cfg.logger.wandb:
-        loggers.append(wandb_logger(cfg, run_dir))
+        loggers.append(wandb_logger(cfg, run_dir, wandb_run_id))
     if cfg.logger.tensorboard:
         from lightning.pytorch.loggers import TensorBoardLogger
 
@@ -35,11 +36,13 @@ def make_loggers(cfg: DictConfig, run_dir: Path) -> list:
     return loggers
 
 
-def wandb_logger(cfg: DictConfig, run_dir: Path) -> Any:
-    """A W&B run in ``run_dir/wandb/``: grouped by sweep or experiment, tagged and configured for filtering."""
+def wandb_logger(cfg: DictConfig, run_dir: Path, run_id: str | None) -> Any:
+    """The W&B run ``run_id`` in ``run_dir/wandb/``: grouped by sweep or experiment, tagged and configured for
+    filtering."""
     from lightning.pytorch.loggers import WandbLogger
 
     return WandbLogger(
+        id=run_id,
         project=cfg.logger.project,
         save_dir=str(run_dir),
         name=run_name(run_dir),

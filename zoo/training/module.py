@@ -17,6 +17,7 @@ from zoo.decoding import generate
 from zoo.errors import ZooError
 from zoo.model import Seq2Seq
 from zoo.training.evaluation import MetricSuite
+from zoo.training.layout import TRAIN_LOSS
 from zoo.training.schedule import warmup_then_decay
 
 
@@ -111,7 +112,8 @@ class ZooModule(L.LightningModule):
             loss, f"at step {self.trainer.global_step}", "stopped before this step updated the weights"
         )
         self._latest_batch = batch
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch["source"].size(0))
+        # The progress bar's; the loggers get it from TrainingCurves (zoo.training.callbacks), every N steps
+        self.log(TRAIN_LOSS, loss, prog_bar=True, logger=False, batch_size=batch["source"].size(0))
         return loss
 
     def _check_training_loss(self, loss: torch.Tensor, when: str, consequence: str) -> None:

@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
-from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput
+from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
 from zoo.training.interruptions import Interruptions
@@ -76,11 +76,10 @@ def train(cfg: DictConfig) -> dict:
             if resume.resuming:
                 only_test = ": training had ended, only the test runs" if resume.tests_only else ""
                 log.info("resuming %s from %s (step %d)%s", run_dir, LAST_CHECKPOINT, resume.step, only_test)
-            with wandb_run_id(cfg, record, resume.previous):
-                job = build(cfg, data, record, interruptions, resume)
-                fit(job, resume)
-                test(job)
-                return record_results(job)
+            job = build(cfg, data, record, interruptions, resume)
+            fit(job, resume)
+            test(job)
+            return record_results(job)
 
 
 # ---------------------------------------------------------------------------------------------- prepare
@@ -158,7 +157,7 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
     )
     last = LastCheckpoint(run_dir / LAST_CHECKPOINT, cfg.trainer.checkpoint_every_minutes, interruptions)
     throughput = Throughput()
-    loggers = make_loggers(cfg, run_dir)
+    loggers = make_loggers(cfg, run_dir, wandb_run_id(cfg, record, resume.previous))
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run_dir, None if resume.tests_only else resume.step)
     options = lightning_options(cfg.trainer)
@@ -173,6 +172,7 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
             last,
             EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False),
             throughput,
+            TrainingCurves(cfg.trainer.log_every_n_steps),
             record,
             interruptions,
         ],

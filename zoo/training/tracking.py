@@ -5,12 +5,12 @@ per component (``encoder=gru``) and a flat config, so a tracker's UI can group a
 runs. At the end, what it measured: sample outputs as a W&B table and the final test
 scores, costs and latency in the W&B run summary (as metrics in MLflow). And one W&B run
 per job: Lightning leaves its run open in the process, where a sweep's next job would
-otherwise go on logging into it; a resumed run logs into its own W&B run again.
+otherwise go on logging into it; each gets its own W&B run id, the one its ``summary.json`` names, and a resumed
+run logs into its own W&B run again.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -119,21 +119,16 @@ def one_wandb_run_per_job() -> Iterator[None]:
     finish_wandb_run(exit_code=0)
 
 
-@contextmanager
-def wandb_run_id(cfg: DictConfig, record: RunRecord, previous: dict) -> Iterator[None]:
-    """With W&B on, the job's W&B run id is chosen here and kept in ``summary.json``, so a resumed run logs into
-    the same W&B run (Lightning's WandbLogger resumes with ``resume="allow"``; wandb reads ``$WANDB_RUN_ID``)."""
+def wandb_run_id(cfg: DictConfig, record: RunRecord, previous: dict) -> str | None:
+    """The job's W&B run id (None with W&B off), kept in its record (``summary.json``): a resumed run's is the one
+    its record names, so it logs into the same W&B run again (Lightning's WandbLogger resumes with
+    ``resume="allow"``); any other run gets a new one.
+
+    The id is handed to wandb as ``wandb.init(id=...)``, never through ``$WANDB_RUN_ID``: wandb reads its
+    environment once per process, so in a sweep every later job would reuse the first job's id.
+    """
     if not cfg.logger.wandb:
-        yield
-        return
+        return None
     run_id = previous.get("wandb_run_id") or secrets.token_hex(4)
     record.identity["wandb_run_id"] = run_id
-    before = os.environ.get("WANDB_RUN_ID")
-    os.environ["WANDB_RUN_ID"] = run_id
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("WANDB_RUN_ID", None)
-        else:
-            os.environ["WANDB_RUN_ID"] = before
+    return run_id
