@@ -19,6 +19,7 @@ class BleuMetric(Metric):
     """
 
     higher_is_better = True
+    bounds = (0.0, 100.0)
 
     @dataclass
     class Config:

@@ -15,6 +15,7 @@ class ChrfMetric(Metric):
     """chrF (character 6-grams, beta 2) with sacrebleu's signature; ``word_order=2`` gives chrF++ (Popović, 2017)."""
 
     higher_is_better = True
+    bounds = (0.0, 100.0)
 
     @dataclass
     class Config:

@@ -68,6 +68,8 @@ class CiderD(MeanOfItems):
     A corpus of one item scores 0 (every n-gram's idf is log 1 = 0), as in coco-caption.
     """
 
+    bounds = (0.0, None)  # open above: good captioners score over 100 (coco's 1.3 is 130 here)
+
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)
         return [100.0 * score for score in cider_d(hyps, refs)]

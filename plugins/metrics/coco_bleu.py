@@ -74,6 +74,7 @@ class CocoBleu(Metric):
     """
 
     higher_is_better = True
+    bounds = (0.0, 100.0)
     order = 4
 
     @dataclass

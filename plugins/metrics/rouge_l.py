@@ -54,6 +54,8 @@ def rouge_l(hypothesis: Sequence[str], references: Sequence[Sequence[str]]) -> f
 class RougeL(MeanOfItems):
     """ROUGE-L F (β = 1.2, best precision and recall over references) as coco-caption computes it, 0–100."""
 
+    bounds = (0.0, 100.0)
+
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
         hyps, refs = tokenize_corpus(hypotheses, references, self.cfg.tokenize)
         return [100.0 * rouge_l(h, r) for h, r in zip(hyps, refs)]

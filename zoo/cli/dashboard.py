@@ -1,4 +1,4 @@
-"""``zoo dashboard``: watch runs and sweeps in a browser while they train."""
+"""``zoo dashboard``: watch runs and sweeps in a browser while they train (the page updates itself in place)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def run(args: list[str], description: str) -> None:
     parser.add_argument("paths", nargs="+", help="run directories or folders holding them (e.g. multirun/)")
     parser.add_argument("--port", type=port_number, default=8765, help="port on this machine (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
-    parser.add_argument("--refresh", type=positive_int, default=5, help="seconds between page reloads")
+    parser.add_argument("--refresh", type=positive_int, default=5, help="seconds between the page's updates")
     opts = parser.parse_args(args)
     from zoo.errors import ZooError
     from zoo.registry.discovery import discover

@@ -11,10 +11,12 @@ class Metric:
 
     ``references[i]`` holds every reference of item ``i`` (one or more, the count
     may differ between items). ``higher_is_better`` tells checkpointing, early
-    stopping and comparisons which way is up.
+    stopping and comparisons which way is up. ``bounds`` is the range a score can take
+    (low, high; None where it is open): charts clip a ± std band to it (BLEU's never dips below 0).
     """
 
     higher_is_better: bool = True
+    bounds: tuple[float | None, float | None] = (None, None)
 
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg

@@ -286,6 +286,7 @@ class JavaScorer(Metric):
     """
 
     higher_is_better = True
+    bounds = (0.0, 100.0)
     needed: tuple[str, ...] = ()  # files inside the pycocoevalcap package
 
     @dataclass

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -10,11 +13,18 @@ from typing import Any
 
 from zoo.config.suggest import did_you_mean
 from zoo.errors import ZooError
-from zoo.training.layout import SUMMARY_FILE
+from zoo.training.layout import METRICS_FILE, SUMMARY_FILE
 
 #: The resolved config a run wrote, and the Hydra config with its group choices.
 CONFIG_FILE = "config.yaml"
 HYDRA_FILE = Path(".hydra") / "hydra.yaml"
+#: The columns of ``metrics.csv`` that place a row (when it was logged) rather than measure something.
+PLACING_COLUMNS = ("step", "epoch")
+#: A validation's fields in ``summary.json`` that are not scores.
+VALIDATION_PLACE = ("epoch", "step", "seconds")
+
+#: A logged quantity's points: (step, value) in the order they were logged.
+Curve = list[tuple[float, float]]
 
 
 class RunsNotFound(ZooError, FileNotFoundError):
@@ -78,6 +88,57 @@ class Run:
     def setting(self, key: str) -> Any:
         """A config value (``optim.lr``, ``seed``), a component's name (``encoder``) or a group's choice (``model``)."""
         return self.settings[key] if key in self.settings else self.choices.get(key)
+
+    def curves(self) -> dict[str, Curve]:
+        """Everything the run logged, read now (:func:`read_metrics`), plus each validation score only its summary
+        holds (a run without ``metrics.csv``) as ``val/<metric>``."""
+        curves = read_metrics(self.path)
+        recorded: dict[str, Curve] = {}
+        for validation in self.summary.get("validations", []):
+            for name, value in validation.items():
+                if name not in VALIDATION_PLACE and _finite(value) and f"val/{name}" not in curves:
+                    recorded.setdefault(f"val/{name}", []).append((validation.get("step", 0), float(value)))
+        return curves | recorded
+
+    def clock(self) -> Curve:
+        """(step, seconds since training began) at each validation the summary records."""
+        return [
+            (validation["step"], float(validation["seconds"]))
+            for validation in self.summary.get("validations", [])
+            if _finite(validation.get("step")) and _finite(validation.get("seconds"))
+        ]
+
+
+def read_metrics(folder: Path) -> dict[str, Curve]:
+    """Every numeric column of the run's ``metrics.csv`` (whatever it logged: ``train/loss``, ``val/bleu``) as its
+    points. A last line still being written is left for the next read; a value that is not a finite number is
+    left out (a chart has no place for it)."""
+    try:
+        text = (folder / METRICS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    curves: dict[str, Curve] = {}
+    for row in csv.DictReader(io.StringIO(text[: text.rfind("\n") + 1])):
+        step = _number(row.get("step"))
+        if step is None:
+            continue
+        for column, cell in row.items():
+            value = _number(cell) if isinstance(cell, str) else None
+            if column not in PLACING_COLUMNS and column is not None and value is not None:
+                curves.setdefault(column, []).append((step, value))
+    return curves
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if _finite(value) else None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def flatten(values: dict, prefix: str = "") -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.report.aggregate import Stat
+from zoo.report.bands import band_traces
 from zoo.report.runs import Run
 from zoo.search.expected_max import ExpectedBest, expected_best
 from zoo.search.space import flat_space
@@ -213,34 +214,9 @@ def expected_best_figure(families: list[Family]) -> go.Figure:
     fig = go.Figure()
     for k, family in enumerate(family for family in families if family.trials):
         colour = qualitative.Plotly[k % len(qualitative.Plotly)]
-        curve, low, high = family.curve, min(family.scores), max(family.scores)
-        x = [point.n for point in curve]
-        upper = [min(high, max(low, point.mean + point.std)) for point in curve]
-        lower = [min(high, max(low, point.mean - point.std)) for point in curve]
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=upper + lower[::-1],
-                fill="toself",
-                fillcolor=colour,
-                opacity=0.2,
-                mode="lines",
-                line={"width": 0},
-                hoverinfo="skip",
-                showlegend=False,
-                legendgroup=family.label,
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[point.mean for point in curve],
-                name=family.label,
-                mode="lines+markers",
-                line={"color": colour},
-                legendgroup=family.label,
-            )
-        )
+        curve, reached = family.curve, (min(family.scores), max(family.scores))
+        means, stds = [point.mean for point in curve], [point.std for point in curve]
+        fig.add_traces(band_traces([point.n for point in curve], means, stds, reached, family.label, colour))
     monitors = {family.monitor for family in families}
     metric = monitors.pop() if len(monitors) == 1 else "score"
     fig.update_layout(

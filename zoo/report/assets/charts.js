@@ -1,0 +1,444 @@
+// The report's charts, inlined into its page by zoo.report.html and drawn here from the runs' data the page
+// embeds (#zoo-data, zoo.report.live): every run with its status; curves of anything the runs logged (a select
+// per chart, smoothing, log scale, wall time, each run or each configuration's mean ± std); the settings that
+// vary against the monitored metric (parallel coordinates) and a config diff of two runs. The figures drawn on
+// the server (.zoo-figure, their Plotly JSON inside) are plotted here too. On the dashboard, live.js hands each
+// update to Zoo.merge and Zoo.swap: the charts change in place (same elements, the reader's zoom and choices).
+"use strict";
+
+const Zoo = (() => {
+  const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+                   "#7f7f7f", "#bcbd22"];
+  const CONFIG = {responsive: true, displaylogo: false};
+  const PANELS = 4;  // charts a page opens with at most
+  const data = {runs: new Map(), order: [], settings: new Map(), curves: new Map(), clock: new Map(),
+                bounds: {}, suggested: [], ignored: []};
+  const colours = new Map();  // a configuration's colour, by first appearance: it keeps it as runs come and go
+  const view = {x: "step", lines: "runs", smoothing: 0};
+  const panels = [];
+  const offered = new Set();  // suggested curves given a chart once (one the reader removed stays removed)
+  const parallel = {seen: false, drawn: ""};  // WebGL, slow without a GPU: drawn once in view, again when it changes
+
+  // ------------------------------------------------------------------ helpers
+  const escape = text => String(text ?? "").replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+  const canonical = value => JSON.stringify(value ?? null);
+  const uid = text => text.replace(/[^A-Za-z0-9_-]/g, c => `_${c.charCodeAt(0).toString(16)}`);  // Plotly selects by it
+  const isNumber = value => typeof value === "number" && isFinite(value);
+  const element = (tag, attributes = {}, html = "") => {
+    const node = document.createElement(tag);
+    Object.entries(attributes).forEach(([key, value]) => node.setAttribute(key, value));
+    node.innerHTML = html;
+    return node;
+  };
+  function number(value) {
+    if (!isNumber(value)) return value ?? "";
+    if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en");
+    return Number(value.toPrecision(4)).toString();
+  }
+  function shortName(id) {  // a run's folder below the folder all runs share
+    const parts = data.order.map(other => other.split("/"));
+    let shared = 0;
+    while (parts.length > 1 && parts.every(p => p.length > shared + 1 && p[shared] === parts[0][shared])) shared++;
+    const mine = id.split("/");
+    return mine.slice(parts.length > 1 ? shared : mine.length - 1).join("/");
+  }
+  const colourOf = run => colours.get(run.group);
+  const groupSize = run => data.order.filter(id => data.runs.get(id).group === run.group).length;
+
+  // ------------------------------------------------------------------ the data
+  function merge(state) {
+    const before = JSON.stringify(data.order.map(id => [id, data.runs.get(id).label, data.runs.get(id).status]));
+    state.whole.forEach(id => { data.curves.set(id, {}); data.clock.set(id, []); });
+    Object.entries(state.new).forEach(([id, extra]) => data.settings.set(id, extra.settings));
+    Object.entries(state.points).forEach(([id, curves]) => {
+      const held = data.curves.get(id) ?? {};
+      data.curves.set(id, held);
+      Object.entries(curves).forEach(([name, points]) => (held[name] = held[name] ?? []).push(...points));
+    });
+    Object.entries(state.clock).forEach(([id, ticks]) => data.clock.set(id, [...(data.clock.get(id) ?? []), ...ticks]));
+    data.runs = new Map(state.runs.map(run => [run.id, run]));
+    data.order = state.runs.map(run => run.id);
+    for (const held of [data.curves, data.clock, data.settings]) {
+      [...held.keys()].filter(id => !data.runs.has(id)).forEach(id => held.delete(id));
+    }
+    data.bounds = state.bounds;
+    data.suggested = state.suggested;
+    data.ignored = state.ignored;
+    state.runs.forEach(run => colours.has(run.group) || colours.set(run.group, COLOURS[colours.size % COLOURS.length]));
+    const after = JSON.stringify(data.order.map(id => [id, data.runs.get(id).label, data.runs.get(id).status]));
+    return {curves: before !== after || state.whole.length > 0 || Object.keys(state.points).length > 0,
+            settings: Object.keys(state.new).length > 0 || before !== after};
+  }
+
+  function names() {  // every logged quantity: training first, then validation, others, test last
+    const rank = name => name.startsWith("train/") ? 0 : name.startsWith("val/") ? 1 : name.startsWith("test/") ? 3 : 2;
+    const all = new Set();
+    data.curves.forEach(curves => Object.keys(curves).forEach(name => all.add(name)));
+    return [...all].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  }
+
+  function seconds(id, step) {  // wall time at a step, from the validations' clock (straight between them)
+    const ticks = [[0, 0], ...(data.clock.get(id) ?? [])];
+    if (ticks.length < 2) return null;
+    let k = ticks.findIndex(([s]) => s >= step);
+    if (k === 0) return 0;
+    if (k < 0) k = ticks.length - 1;  // past the last validation: at the pace of the last stretch
+    const [s0, t0] = ticks[k - 1], [s1, t1] = ticks[k];
+    return s1 === s0 ? t1 : t0 + (t1 - t0) * (step - s0) / (s1 - s0);
+  }
+
+  function smooth(values) {  // TensorBoard's exponential moving average, its start debiased
+    const weight = view.smoothing;
+    if (!weight) return values;
+    let last = 0;
+    return values.map((value, k) => (last = last * weight + (1 - weight) * value) / (1 - weight ** (k + 1)));
+  }
+
+  function curve(id, name) {  // [{x, y}] of one run, smoothed, against the chosen x axis
+    const points = data.curves.get(id)?.[name] ?? [];
+    const x = points.map(([step]) => (view.x === "step" ? step : seconds(id, step)));
+    const raw = points.map(([, value]) => value);
+    return {steps: points.map(([step]) => step), x, raw, y: smooth(raw)};
+  }
+
+  // ------------------------------------------------------------------ curves
+  function runTraces(name) {
+    const traces = [];
+    data.order.forEach(id => {
+      const run = data.runs.get(id), line = curve(id, name);
+      if (!line.x.length) return;
+      const label = run.label + (groupSize(run) > 1 ? ` · seed ${run.seed}` : "") +
+                    (run.status === "running" ? " (running)" : "");
+      const mode = line.x.length > 60 ? "lines" : "lines+markers";
+      if (view.smoothing) {
+        traces.push({x: line.x, y: line.raw, mode: "lines", line: {color: colourOf(run), width: 1}, opacity: 0.25,
+                     hoverinfo: "skip", showlegend: false, legendgroup: id, uid: uid(`${id}:raw`)});
+      }
+      traces.push({x: line.x, y: line.y, name: label, mode, line: {color: colourOf(run)}, marker: {size: 5},
+                   legendgroup: id, uid: uid(id)});
+    });
+    return traces;
+  }
+
+  function groupTraces(name, log) {  // each configuration: the mean over its seeds, ± one std clipped to the range
+    const [low, high] = data.bounds[name] ?? [null, null];
+    const clip = v => Math.min(high ?? Infinity, Math.max(low ?? -Infinity, v));
+    const groups = new Map();
+    data.order.forEach(id => {
+      const run = data.runs.get(id), line = curve(id, name);
+      if (line.x.length) groups.set(run.group, [...(groups.get(run.group) ?? []), {run, line}]);
+    });
+    const traces = [];
+    groups.forEach(members => {
+      const maps = members.map(({line}) => new Map(line.steps.map((s, k) => [s, [line.x[k], line.y[k]]])));
+      const steps = members[0].line.steps.filter(s => maps.every(m => m.has(s)));
+      const x = steps.map(s => maps.reduce((sum, m) => sum + m.get(s)[0], 0) / maps.length);
+      const stats = steps.map(s => {
+        const values = maps.map(m => m.get(s)[1]), mean = values.reduce((a, b) => a + b, 0) / values.length;
+        const spread = values.length > 1
+          ? Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (values.length - 1)) : 0;
+        return [mean, spread];
+      });
+      const {run} = members[0], colour = colourOf(run);
+      if (members.length > 1) {  // on a log axis, a band reaching 0 goes a decade below the lowest mean instead
+        const bottom = Math.min(...stats.map(([m]) => m).filter(m => m > 0)) / 10;
+        const floor = v => (log && !(v > 0) ? bottom : v);
+        const upper = stats.map(([m, s]) => floor(clip(m + s))), lower = stats.map(([m, s]) => floor(clip(m - s)));
+        traces.push({x: [...x, ...x.slice().reverse()], y: [...upper, ...lower.reverse()], fill: "toself",
+                     fillcolor: colour, opacity: 0.2, mode: "lines", line: {width: 0}, hoverinfo: "skip",
+                     showlegend: false, legendgroup: run.group, uid: uid(`${run.group}:band`)});
+      }
+      const count = `${members.length} run${members.length > 1 ? "s" : ""}`;
+      traces.push({x, y: stats.map(([m]) => m), name: `${run.label} (${count})`,
+                   mode: x.length > 60 ? "lines" : "lines+markers", line: {color: colour}, marker: {size: 5},
+                   legendgroup: run.group, uid: uid(run.group)});
+    });
+    return traces;
+  }
+
+  function drawPanel(panel) {
+    const name = panel.select.value, log = panel.log.checked, chart = panel.chart;
+    const traces = name ? (view.lines === "groups" ? groupTraces(name, log) : runTraces(name)) : [];
+    const revision = `${name}|${view.x}|${log}`;
+    const layout = {
+      title: {text: name || "nothing logged yet", font: {size: 14}},
+      xaxis: {title: {text: view.x === "step" ? "step" : "wall time (s)"}, zeroline: false},
+      yaxis: {title: {text: name + (view.smoothing ? ` (smoothed ${view.smoothing})` : "")},
+              type: log ? "log" : "linear", zeroline: false},
+      margin: {t: 40, r: 10, b: 50, l: 65}, height: 360, hovermode: "closest", legend: {font: {size: 10}},
+      paper_bgcolor: "white", plot_bgcolor: "white", uirevision: revision,
+      annotations: traces.length ? [] : [{text: `no run has logged ${name || "anything"} yet`, showarrow: false,
+                                          xref: "paper", yref: "paper", x: 0.5, y: 0.5}],
+    };
+    const shown = chart.layout;  // the view the reader chose (zoomed in the chart or set by Plotly.relayout) stays
+    if (shown && shown.uirevision === revision) {
+      for (const axis of ["xaxis", "yaxis"]) {
+        if (shown[axis] && shown[axis].autorange === false && shown[axis].range) {
+          Object.assign(layout[axis], {range: [...shown[axis].range], autorange: false});
+        }
+      }
+    }
+    Plotly.react(chart, traces, layout, CONFIG);
+  }
+
+  function addPanel(name) {
+    const panel = {root: element("div", {class: "zoo-panel"})};
+    panel.root.innerHTML = '<div class="zoo-panel-bar"><select class="zoo-metric" title="what to plot"></select>' +
+      '<label><input type="checkbox" class="zoo-log"> log scale</label>' +
+      '<button type="button" class="zoo-remove" title="remove this chart">×</button></div>' +
+      '<div class="zoo-chart plotly-graph-div"></div>';
+    panel.select = panel.root.querySelector("select");
+    panel.log = panel.root.querySelector("input");
+    panel.chart = panel.root.querySelector(".zoo-chart");
+    fillSelect(panel.select, names(), name);
+    panel.select.addEventListener("change", () => drawPanel(panel));
+    panel.log.addEventListener("change", () => drawPanel(panel));
+    panel.root.querySelector("button").addEventListener("click", () => {
+      Plotly.purge(panel.chart);
+      panel.root.remove();
+      panels.splice(panels.indexOf(panel), 1);
+    });
+    document.querySelector("#zoo-curves .zoo-panels").append(panel.root);
+    panels.push(panel);
+    drawPanel(panel);
+  }
+
+  function fillSelect(select, options, chosen = select.value) {
+    const labels = options.map(option => (Array.isArray(option) ? option : [option, option]));
+    if (JSON.stringify(labels) === select.dataset.options) return;
+    select.dataset.options = JSON.stringify(labels);
+    select.innerHTML = labels.map(([value, text]) => `<option value="${escape(value)}">${escape(text)}</option>`)
+      .join("");
+    if (labels.some(([value]) => value === chosen)) select.value = chosen;
+  }
+
+  function offerPanels() {  // a chart for each suggested curve the runs have, then others, up to PANELS at first
+    const logged = names(), shown = new Set(panels.map(panel => panel.select.value));
+    data.suggested.filter(name => logged.includes(name) && !offered.has(name)).forEach(name => {
+      offered.add(name);
+      if (!shown.has(name)) addPanel(name);
+    });
+    logged.filter(name => !name.startsWith("test/") && !offered.has(name)).forEach(name => {
+      if (panels.length >= PANELS) return;
+      offered.add(name);
+      if (!shown.has(name)) addPanel(name);
+    });
+  }
+
+  function drawCurves() {
+    panels.forEach(panel => fillSelect(panel.select, names()));
+    offerPanels();
+    panels.forEach(drawPanel);
+  }
+
+  function buildCurves() {
+    const root = document.getElementById("zoo-curves");
+    root.innerHTML = '<div class="zoo-controls">' +
+      '<label>x axis <select id="zoo-x"><option value="step">step</option>' +
+      '<option value="seconds">wall time (s)</option></select></label>' +
+      '<label>lines <select id="zoo-lines"><option value="runs">each run</option>' +
+      '<option value="groups">mean ± std over seeds</option></select></label>' +
+      '<label>smoothing <input type="range" id="zoo-smoothing" min="0" max="0.99" step="0.01" value="0">' +
+      '<output id="zoo-smoothing-value">0</output></label>' +
+      '<button type="button" id="zoo-add">add a chart</button></div>' +
+      '<div class="zoo-panels"></div>' +
+      '<p class="note">Anything the runs logged (metrics.csv) can be chosen per chart. Smoothing is an ' +
+      "exponential moving average (as TensorBoard's, faint lines: the values logged); wall time is read from the " +
+      "validations' clock; bands: ± one standard deviation over seeds, within the range the metric can take.</p>";
+    const several = data.order.some(id => groupSize(data.runs.get(id)) > 1);
+    view.lines = several ? "groups" : "runs";
+    root.querySelector("#zoo-lines").value = view.lines;
+    root.querySelector("#zoo-x").addEventListener("change", event => { view.x = event.target.value; drawCurves(); });
+    root.querySelector("#zoo-lines").addEventListener("change", event => {
+      view.lines = event.target.value;
+      drawCurves();
+    });
+    root.querySelector("#zoo-smoothing").addEventListener("input", event => {
+      view.smoothing = Number(event.target.value);
+      root.querySelector("#zoo-smoothing-value").textContent = event.target.value;
+      drawCurves();
+    });
+    root.querySelector("#zoo-add").addEventListener("click", () => addPanel(names()[0]));
+  }
+
+  // ------------------------------------------------------------------ runs
+  function progress(run) {
+    const parts = [];
+    if (run.status === "running" && isNumber(run.epoch)) {
+      parts.push(`epoch ${run.epoch + 1} of ${run.max_epochs ?? "?"}`);
+    }
+    if (isNumber(run.step)) parts.push(`step ${number(run.step)}`);
+    return parts.join(" · ") || (run.status === "running" ? "starting" : "");
+  }
+
+  function written(run) {
+    if (!run.updated) return "";
+    const ago = Math.max(0, Date.now() / 1000 - run.updated);
+    if (ago < 120) return `${Math.round(ago)} s ago`;
+    if (ago < 7200) return `${Math.round(ago / 60)} min ago`;
+    return new Date(run.updated * 1000).toLocaleString();
+  }
+
+  function drawRuns() {
+    const root = document.getElementById("zoo-runs");
+    if (!data.order.length) {
+      root.innerHTML = '<p class="note">No run yet.</p>';
+      return;
+    }
+    const rows = data.order.map(id => {
+      const run = data.runs.get(id);
+      const latest = Object.entries(run.latest ?? {}).map(([k, v]) => `${escape(k)} ${number(v)}`).join(", ");
+      return `<tr data-run="${escape(id)}" data-status="${escape(run.status)}">` +
+        `<td><span class="zoo-swatch" style="background:${colourOf(run)}"></span>${escape(run.label)}</td>` +
+        `<td>${escape(shortName(id))}</td><td class="zoo-status zoo-${escape(run.status)}">${escape(run.status)}</td>` +
+        `<td>${escape(progress(run))}</td><td>${latest}</td>` +
+        `<td>${isNumber(run.best) ? `${escape(run.monitor)} ${number(run.best)}` : ""}</td>` +
+        `<td>${escape(written(run))}</td></tr>`;
+    });
+    root.innerHTML = '<table class="zoo-runs"><thead><tr><th>configuration</th><th>run</th><th>status</th>' +
+      "<th>progress</th><th>latest validation</th><th>best validation</th><th>last written</th></tr></thead>" +
+      `<tbody>${rows.join("")}</tbody></table>`;
+  }
+
+  // ------------------------------------------------------------------ settings
+  const ignored = key => data.ignored.some(prefix => key === prefix || key.startsWith(`${prefix}.`));
+
+  function varying(ids, keep = () => true) {  // the settings whose values differ between the runs ``ids``
+    const keys = new Set();
+    ids.forEach(id => Object.keys(data.settings.get(id) ?? {}).forEach(key => keys.add(key)));
+    return [...keys].filter(key => keep(key) &&
+      new Set(ids.map(id => canonical((data.settings.get(id) ?? {})[key]))).size > 1);
+  }
+
+  function drawParallel() {
+    const chart = document.querySelector("#zoo-settings .zoo-parallel");
+    const counts = new Map();
+    data.order.forEach(id => counts.set(data.runs.get(id).monitor, (counts.get(data.runs.get(id).monitor) ?? 0) + 1));
+    const monitor = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+    const score = run => (isNumber(run.best) ? run.best : run.latest?.[monitor]);
+    const ids = data.order.filter(id => data.runs.get(id).monitor === monitor && isNumber(score(data.runs.get(id))));
+    const keys = varying(ids, key => !ignored(key));
+    const note = document.querySelector("#zoo-settings .zoo-parallel-note");
+    const title = document.querySelector("#zoo-settings .zoo-parallel-title");
+    note.hidden = ids.length > 1 && keys.length > 0;
+    chart.hidden = title.hidden = !note.hidden;
+    title.textContent = `The settings that vary across runs, against validation ${monitor} (the best so far; drag ` +
+      "along an axis to pick runs)";
+    if (!note.hidden || !parallel.seen) return;
+    const previous = new Map((chart.data?.[0]?.dimensions ?? []).map(d => [d.label, d.constraintrange]));
+    const dimensions = keys.map(key => {
+      const values = ids.map(id => data.settings.get(id)?.[key]);
+      if (values.every(isNumber)) return {label: key, values};
+      const categories = [...new Set(values.map(canonical))].sort();
+      return {label: key, values: values.map(v => categories.indexOf(canonical(v))),
+              tickvals: categories.map((_, k) => k),
+              ticktext: categories.map(c => c.replace(/^"|"$/g, "").slice(0, 24))};
+    });
+    const scores = ids.map(id => score(data.runs.get(id)));
+    dimensions.push({label: `validation ${monitor}`, values: scores});
+    const drawn = JSON.stringify(dimensions);
+    if (drawn === parallel.drawn) return;
+    parallel.drawn = drawn;
+    dimensions.forEach(d => previous.get(d.label) && (d.constraintrange = previous.get(d.label)));
+    const trace = {type: "parcoords", dimensions,
+                   line: {color: scores, colorscale: "Viridis", showscale: true, colorbar: {title: {text: monitor}}}};
+    Plotly.react(chart, [trace], {height: 420, margin: {t: 50, r: 80, b: 30, l: 80}, uirevision: "kept"}, CONFIG);
+  }
+
+  function drawDiff() {
+    const root = document.getElementById("zoo-settings");
+    const [first, second] = root.querySelectorAll(".zoo-diff select");
+    const options = data.order.map(id => [id, `${data.runs.get(id).label} — ${shortName(id)}`]);
+    fillSelect(first, options, first.value || data.order[0]);
+    const other = data.order.find(id => data.runs.get(id).group !== data.runs.get(first.value)?.group);
+    fillSelect(second, options, second.value || other || data.order[1] || data.order[0]);
+    const table = root.querySelector(".zoo-diff-table");
+    const keys = varying([first.value, second.value]).sort();
+    const shown = value => (value === undefined ? "—" : typeof value === "string" ? value : canonical(value));
+    table.innerHTML = keys.length
+      ? `<table class="zoo-diff"><thead><tr><th>setting</th><th>${escape(shortName(first.value))}</th>` +
+        `<th>${escape(shortName(second.value))}</th></tr></thead><tbody>` +
+        keys.map(key => `<tr><td>${escape(key)}</td><td>${escape(shown(data.settings.get(first.value)?.[key]))}</td>` +
+                        `<td>${escape(shown(data.settings.get(second.value)?.[key]))}</td></tr>`).join("") +
+        "</tbody></table>"
+      : '<p class="note">These two runs have every setting alike.</p>';
+  }
+
+  function buildSettings() {
+    const root = document.getElementById("zoo-settings");
+    root.innerHTML = '<p class="zoo-parallel-title"></p><div class="zoo-parallel plotly-graph-div"></div>' +
+      '<p class="note zoo-parallel-note">Parallel coordinates need two runs with a validation score that differ ' +
+      "in a setting.</p><h3>Config diff</h3>" +
+      '<div class="zoo-diff"><label>run <select></select></label> <label>against <select></select></label></div>' +
+      '<div class="zoo-diff-table"></div>';
+    root.querySelectorAll(".zoo-diff select").forEach(select => select.addEventListener("change", drawDiff));
+    new IntersectionObserver((seen, observer) => {
+      if (!seen.some(entry => entry.isIntersecting)) return;
+      observer.disconnect();
+      parallel.seen = true;
+      drawParallel();
+    }).observe(root.querySelector(".zoo-parallel"));
+  }
+
+  // ------------------------------------------------------------------ figures drawn on the server
+  function drawFigures(root) {  // plot each placeholder's JSON; a figure kept from before takes its new JSON
+    root.querySelectorAll(".zoo-figure").forEach(figure => {
+      const source = figure.querySelector(":scope > script[type='application/json']");
+      if (!source) return;
+      const spec = JSON.parse(source.textContent);
+      source.remove();
+      (figure.classList.contains("js-plotly-plot") ? Plotly.react : Plotly.newPlot)(figure, spec.data, spec.layout,
+                                                                                   CONFIG);
+    });
+  }
+
+  function swap(container, html) {  // new sections in; each figure stays the element it was, zoom and all
+    const fresh = element("div", {}, html);
+    const kept = [...container.querySelectorAll(".zoo-figure")];
+    fresh.querySelectorAll(".zoo-figure").forEach((placeholder, k) => {
+      if (!kept[k]) return;
+      kept[k].querySelectorAll(":scope > script").forEach(old => old.remove());
+      kept[k].prepend(placeholder.querySelector("script"));
+      placeholder.replaceWith(kept[k]);
+    });
+    const sorted = [...container.querySelectorAll("table")].map(t => t.querySelector("th[data-order]"));
+    const height = container.offsetHeight, above = container.getBoundingClientRect().bottom < 0;
+    container.replaceChildren(...fresh.childNodes);
+    drawFigures(container);
+    container.querySelectorAll("table").forEach((table, k) => {  // the reader's sorting of each table stays
+      const th = sorted[k] && table.querySelectorAll("th")[[...sorted[k].parentNode.children].indexOf(sorted[k])];
+      if (th && typeof sortTable === "function") {
+        for (let turn = 0; turn < (sorted[k].dataset.order === "down" ? 2 : 1); turn++) sortTable(th);
+      }
+    });
+    if (above) window.scrollBy(0, container.offsetHeight - height);  // what the reader looks at does not move
+  }
+
+  // ------------------------------------------------------------------ the page
+  function update(state) {
+    const changed = merge(state);
+    drawRuns();
+    if (changed.curves) drawCurves();
+    if (changed.settings || changed.curves) {
+      drawParallel();
+      drawDiff();
+    }
+  }
+
+  function start() {
+    const state = JSON.parse(document.getElementById("zoo-data").textContent);
+    merge(state);
+    drawFigures(document.body);
+    buildCurves();
+    buildSettings();
+    drawRuns();
+    drawCurves();
+    drawParallel();
+    drawDiff();
+    api.since = {cursor: state.cursor, server: state.server, sections: state.sections};
+  }
+
+  const api = {update, swap, data, since: null};
+  document.addEventListener("DOMContentLoaded", start);
+  return api;
+})();

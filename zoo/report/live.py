@@ -1,0 +1,210 @@
+"""What the report's charts are drawn from: each run's logged curves, status and settings, as JSON.
+
+The page embeds it whole once; the dashboard's page then asks only for what changed (``GET /api/state?since=N``).
+:class:`Watch` answers both from the run folders: each reading of the runs gets the next number, every point
+carries the number of the reading that first saw it, so a page holding everything up to reading N is sent the
+points read after N, the runs first seen after N (with their settings) and the status of every run. A run whose
+``metrics.csv`` was rewritten rather than extended (a resumed run cutting its last rows) is sent whole again.
+``assets/charts.js`` draws the answer; ``assets/live.js`` asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zoo.report.bands import metric_bounds
+from zoo.report.compare import Leaderboard
+from zoo.report.runs import Curve, Run
+from zoo.search.report import search_record
+from zoo.training.identity import NOT_IN_CONFIG_KEY
+from zoo.training.layout import METRICS_FILE, SUMMARY_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+
+#: Significant digits kept of a logged value: float32's, the precision Lightning logs in.
+SIGNIFICANT = 7
+#: The curves a page opens with (those the runs have), after each monitored validation score: the rest of what
+#: the runs logged is one select away.
+SUGGESTED = (TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM)
+
+
+def run_labels(boards: list[tuple[str, Leaderboard]], runs: list[Run]) -> dict[str, str]:
+    """Each run's name in the charts: its configuration's row in the leaderboard, a search trial's study and
+    number, else its folder's name."""
+    labels = {str(run.path): run.path.name for run in runs}
+    for run in runs:
+        record = search_record(run)
+        if record is not None and record.role == "trial":
+            labels[str(run.path)] = f"{record.study} trial {record.trial}"
+    for _, board in boards:
+        for group in board.groups:
+            labels.update({str(run.path): group.label for run in group.runs})
+    return labels
+
+
+def run_info(run: Run, label: str, updated: float) -> dict[str, Any]:
+    """What the page shows of a run besides its curves, sent on every update: small, and all of it may change."""
+    summary = run.summary
+    return _plain(
+        {
+            "id": str(run.path),
+            "label": label,
+            "group": summary.get("config_key") or str(run.path),
+            "seed": run.seed,
+            "status": run.status,
+            "epoch": summary.get("epoch"),
+            "max_epochs": summary.get("max_epochs"),
+            "step": summary.get("step", summary.get("steps")),
+            "monitor": summary.get("monitor"),
+            "latest": summary.get("latest_val", {}),
+            "best": summary.get("best_val"),
+            "updated": updated,
+        }
+    )
+
+
+@dataclass
+class _Tracked:
+    """One run as read so far; ``first`` and ``whole`` are reading numbers (first seen; curves last read anew)."""
+
+    first: int
+    whole: int
+    settings: dict[str, Any]
+    info: dict[str, Any] = field(default_factory=dict)
+    stamp: tuple = ()
+    curves: dict[str, list[tuple[int, float, float]]] = field(default_factory=dict)  # name -> (reading, step, value)
+    clock: list[tuple[int, float, float]] = field(default_factory=list)  # (reading, step, seconds)
+    extent: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (lowest, highest) value
+
+
+class Watch:
+    """Runs as last read, their points numbered by the reading that first saw them (see the module's note)."""
+
+    def __init__(self) -> None:
+        self.reading = 0
+        self.runs: dict[str, _Tracked] = {}
+        self.order: list[str] = []
+
+    def update(self, runs: list[Run], labels: dict[str, str]) -> None:
+        """Read ``runs`` again: a run's files are parsed again only when they changed on disk."""
+        self.reading += 1
+        self.order = [str(run.path) for run in runs]
+        for run in runs:
+            key = str(run.path)
+            tracked = self.runs.get(key)
+            if tracked is None:
+                tracked = self.runs[key] = _Tracked(self.reading, self.reading, _plain(run.settings))
+            stamp = _stamp(run.path)
+            if stamp != tracked.stamp:
+                tracked.stamp = stamp
+                self._read(tracked, run.curves(), run.clock())
+            tracked.info = run_info(run, labels.get(key, run.path.name), max((s[0] for s in stamp), default=0) / 1e9)
+            if tracked.info["best"] is None:  # a running run's summary has no best yet: its best validation so far
+                tracked.info["best"] = _best(
+                    tracked.curves.get(f"val/{tracked.info['monitor']}"), tracked.info["monitor"]
+                )
+
+    def _read(self, tracked: _Tracked, curves: dict[str, Curve], clock: Curve) -> None:
+        """Number the points not held yet; start the run afresh when what it held is no longer what it logged."""
+        curves = {name: [(step, _rounded(value)) for step, value in points] for name, points in curves.items()}
+        held = {name: [(step, value) for _, step, value in points] for name, points in tracked.curves.items()}
+        held_clock = [(step, seconds) for _, step, seconds in tracked.clock]
+        extends = clock[: len(held_clock)] == held_clock and all(
+            curves.get(name, [])[: len(points)] == points for name, points in held.items()
+        )
+        if not extends:
+            tracked.whole, tracked.curves, tracked.clock, tracked.extent = self.reading, {}, [], {}
+            held, held_clock = {}, []
+        for name, points in curves.items():
+            tracked.curves.setdefault(name, []).extend(
+                (self.reading, s, v) for s, v in points[len(held.get(name, [])) :]
+            )
+            values = [v for _, _, v in tracked.curves[name]]
+            tracked.extent[name] = (min(values), max(values))
+        tracked.clock.extend((self.reading, s, t) for s, t in clock[len(held_clock) :])
+
+    def state(self, since: int = 0) -> dict[str, Any]:
+        """What a page holding every reading up to ``since`` lacks (0: everything), as the page's script takes it."""
+        points, clock, new, whole = {}, {}, {}, []
+        extents: dict[str, list[float]] = {}
+        for key in self.order:
+            tracked = self.runs[key]
+            if tracked.first > since:
+                new[key] = {"settings": tracked.settings}
+            if tracked.whole > since:
+                whole.append(key)
+            fresh = {
+                name: [[s, v] for reading, s, v in curve if reading > since] for name, curve in tracked.curves.items()
+            }
+            if fresh := {name: curve for name, curve in fresh.items() if curve}:
+                points[key] = fresh
+            if ticks := [[s, t] for reading, s, t in tracked.clock if reading > since]:
+                clock[key] = ticks
+            for name, extent in tracked.extent.items():
+                extents.setdefault(name, []).extend(extent)
+        monitors = Counter(self.runs[key].info.get("monitor") for key in self.order)
+        return {
+            "cursor": self.reading,
+            "suggested": [f"val/{name}" for name, _ in monitors.most_common() if name] + list(SUGGESTED),
+            "ignored": list(NOT_IN_CONFIG_KEY),  # settings the parallel coordinates leave out: seeds, paths, logging
+            "runs": [self.runs[key].info for key in self.order],
+            "new": new,
+            "whole": whole,
+            "points": points,
+            "clock": clock,
+            "bounds": {name: list(metric_bounds(name, values)) for name, values in sorted(extents.items())},
+        }
+
+
+def page_data(runs: list[Run], boards: list[tuple[str, Leaderboard]]) -> dict[str, Any]:
+    """Everything the charts of a written report draw: one reading of ``runs``, whole."""
+    watch = Watch()
+    watch.update(runs, run_labels(boards, runs))
+    return watch.state()
+
+
+def as_script(data: Any, element_id: str) -> str:
+    """``data`` as a JSON script element the page reads (``</`` escaped, so no value can close the element)."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def _stamp(folder: Path) -> tuple:
+    """When and how big the files the curves come from are: unchanged, they are not parsed again."""
+    stamps = []
+    for name in (METRICS_FILE, SUMMARY_FILE):
+        try:
+            stat = (folder / name).stat()
+        except OSError:
+            continue
+        stamps.append((stat.st_mtime_ns, stat.st_size))
+    return tuple(stamps)
+
+
+def _best(curve: list[tuple[int, float, float]] | None, metric: str | None) -> float | None:
+    """The best value of a validation curve, in the direction its metric plugin declares (higher, if unknown)."""
+    if not curve:
+        return None
+    from zoo import registry
+
+    higher = registry.get("metric", metric).cls.higher_is_better if metric in registry.names("metric") else True
+    values = [value for _, _, value in curve]
+    return max(values) if higher else min(values)
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON holds it: a number that is not finite, or anything else JSON has no type for, as text."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
