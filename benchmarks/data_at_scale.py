@@ -78,12 +78,11 @@ def make_corpus(multi30k: Path, out: Path, pairs: int, long: bool) -> Path:
 
 
 def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
+    """Every descendant (started from a main thread: zoo's prepare child, DDP's second process)."""
+    try:
+        found = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
     return found + [grandchild for c in found for grandchild in children(c)]
 
 
@@ -98,20 +97,28 @@ def memory(pid: int) -> tuple[int, int]:
 
 
 def measure(args: list[str], cwd: Path, env: dict) -> dict:
-    """Run ``zoo ARGS``; wall seconds and, per process of its tree, the peak RSS and PSS seen (every 0.2 s)."""
+    """Run ``zoo ARGS``; wall seconds and, per process of its tree, the peak RSS and PSS seen (every 0.5 s)."""
     started = time.perf_counter()
-    process = subprocess.Popen([*ZOO, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = cwd / "last_command.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([*ZOO, *args], cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        peaks = watch(process)
+    output = log.read_text(errors="replace")
+    if process.returncode:
+        raise SystemExit(f"zoo {' '.join(args)} failed:\n{output[-3000:]}")
+    return {"seconds": time.perf_counter() - started, "peaks": peaks, "output": output}
+
+
+def watch(process: subprocess.Popen) -> dict[int, list[int]]:
+    """Until ``process`` ends: per process of its tree, the peak RSS and PSS seen."""
     peaks: dict[int, list[int]] = {}
     while process.poll() is None:
         for pid in [process.pid, *children(process.pid)]:
             rss, pss = memory(pid)
             peak = peaks.setdefault(pid, [0, 0])
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
-        time.sleep(0.2)
-    output = process.stdout.read().decode()
-    if process.returncode:
-        raise SystemExit(f"zoo {' '.join(args)} failed:\n{output[-3000:]}")
-    return {"seconds": time.perf_counter() - started, "peaks": peaks, "output": output}
+        time.sleep(0.5)
+    return peaks
 
 
 def mb(value: float) -> str:
