@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from tiny_captioner import GRID, caption_model, caption_task
 
 from zoo import registry
 from zoo.contracts import BOS
@@ -16,6 +18,7 @@ from zoo.viz.attention_maps import (
     heatmap_figure,
     write_attention_maps,
 )
+from zoo.viz.image_attention import caption_figure, overlay, scaled, word_maps
 
 discovery.discover()
 
@@ -146,3 +149,40 @@ def test_images_are_logged_to_wandb(task, tmp_path):
     assert len(run.logged) == 1
     assert list(run.logged[0]) == [f"attention/{p.stem}" for p in paths]
     assert all(isinstance(image, wandb.Image) for image in run.logged[0].values())
+
+
+# --------------------------------------------------------------------------- a caption's words on the image
+def test_a_uniform_map_is_drawn_uniformly_low_on_the_caption_scale():
+    rows, columns = GRID
+    uniform = torch.full(GRID, 1.0 / (rows * columns))
+    peaked = torch.full(GRID, 0.1 / (rows * columns - 1))
+    peaked[2, 5] = 0.9
+    top = 0.9  # the caption's highest weight: the peaked word's
+    grey = np.full((64, 64, 3), 128, dtype=np.uint8)
+
+    diffuse, sharp = overlay(grey, uniform, top), overlay(grey, peaked, top)
+    assert (diffuse == diffuse[0, 0]).all(), "every pixel of an even map has one colour"
+    assert np.allclose(scaled(uniform, (64, 64), top), 1 / 64 / 0.9), "at its weight on the scale, not stretched"
+    brightness = lambda picture: picture.astype(float).sum(-1)  # noqa: E731
+    assert brightness(diffuse).max() < brightness(grey).max(), "a weight near 0 darkens the image"
+    assert brightness(sharp).max() > brightness(diffuse).max() + 200, "the peak alone is bright"
+    assert scaled(peaked, (64, 64), top).max() > 0.85, "the peak near the top of the scale (bilinear blurs it a little)"
+
+
+@pytest.fixture(scope="module")
+def captioner():
+    task, image = caption_task()
+    return task, image, caption_model(task)
+
+
+def test_caption_pictures_share_one_scale_and_show_it(captioner):
+    task, image, m = captioner
+    words, maps, pixels = word_maps(m, task, image)
+    assert maps.shape == (len(words), *GRID) and pixels.shape == (64, 64, 3)
+    fig = caption_figure(pixels, words, maps)
+    (bar,) = [ax for ax in fig.axes if ax.get_ylabel().startswith("attention weight")]
+    assert bar.get_ylim() == pytest.approx((0.0, float(maps.max())))
+    drawn = [ax.get_images()[0].get_array() for ax in fig.axes if ax.get_images()]
+    assert len(drawn) == len(words) and all(
+        np.array_equal(d, overlay(pixels, w, float(maps.max()))) for d, w in zip(drawn, maps)
+    )

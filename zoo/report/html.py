@@ -1,17 +1,20 @@
 """The comparison report: one self-contained HTML file (no network request) of a set of runs.
 
-A sortable leaderboard, learning curves (the monitored validation metric against
-steps and against wall time; one line per configuration, its seeds as a band),
-quality against cost with the Pareto front, the task's breakdowns (scores by bucket), sample
-outputs side by side, and the attention pictures the runs hold. Charts are Plotly
-figures; Plotly's JavaScript is inlined once, so the file opens offline. The page's
-skeleton, CSS and table-sorting script are package data (``zoo/report/assets/``),
-inlined into the page too.
+A sortable leaderboard; every run with its status; curves of anything the runs logged (training loss,
+learning rate, gradient norm, validation scores: one select per chart, smoothing, log scale, one line per run
+or each configuration's mean ± std over its seeds); the settings that vary against the monitored metric
+(parallel coordinates) and a config diff of any two runs; quality against cost with the Pareto front, the
+task's breakdowns (scores by bucket), sample outputs side by side, and the attention pictures the runs hold.
+
+The leaderboard and the sections after the charts are drawn here (Plotly figures as JSON, which
+``assets/charts.js`` plots); the runs, curves and settings are drawn in the browser from the runs' data the page
+embeds (:mod:`zoo.report.live`), so the dashboard (:mod:`zoo.report.serve`) can update them in place. Plotly's
+JavaScript is inlined once (the dashboard serves it beside the page instead), so the file opens offline. The
+page's skeleton, CSS and scripts are package data (``zoo/report/assets/``), inlined into the page too.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 from functools import cache
@@ -23,14 +26,20 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from zoo.report.aggregate import Group, Stat
-from zoo.report.compare import Leaderboard
-from zoo.report.stats import read_items
+from zoo.report.bands import error_bars, metric_bounds
+from zoo.report.columns import Cell
+from zoo.report.compare import SIGNIFICANCE, Leaderboard
+from zoo.report.live import as_script, page_data
+from zoo.report.pictures import attention_pictures
+from zoo.report.runs import Run
+from zoo.report.samples import sample_outputs
 from zoo.search.report import Family, expected_best_figure, format_search
 
-#: Sample outputs shown side by side, and attention pictures shown per run.
-SAMPLES = 8
-PICTURES = 6
+#: The page's scripts and styles (``assets/``), inlined in this order: the leaderboard's, then the charts',
+#: then the dashboard's updates (which do nothing in a written report).
+SCRIPTS = ("report.js", "charts.js", "live.js", "samples.js")
+STYLES = ("report.css", "charts.css", "samples.css")
+
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 
 #: An end tag that would close the inline ``<style>`` or ``<script>`` early.
@@ -56,62 +65,43 @@ def _table(header: list[str], rows: list[list[str]], css_class: str = "leaderboa
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def leaderboard_table(board: Leaderboard) -> str:
+    """The leaderboard (:meth:`Leaderboard.view`): each number's true value in ``data-value``, which its column
+    sorts by (report.js); each metric's best in bold; the rows that differ significantly from the baseline
+    tinted; the settings alike in every row said once above. The table scrolls sideways rather than wrap a value."""
+    view = board.view()
+    head = "".join(f'<th onclick="sortTable(this)">{html.escape(column.name)}</th>' for column in view.columns)
+    rows = []
+    for k, significant in enumerate(view.significant):
+        cells = "".join(_cell(column.cells[k], column.numeric) for column in view.columns)
+        rows.append(('<tr class="significant">' if significant else "<tr>") + cells + "</tr>")
+    shared = f'<p class="shared">{html.escape(view.shared_line())}</p>' if view.shared else ""
+    legend = "bold: the best mean of each metric"
+    if board.baseline:
+        legend += f"; tinted: the rows that differ from the baseline (Holm-adjusted p &lt; {SIGNIFICANCE})"
+    return (
+        f'{shared}<div class="leaderboard-scroll"><table class="leaderboard"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div><p class="note">{legend}</p>'
+    )
+
+
+def _cell(cell: Cell, numeric: bool) -> str:
+    """A leaderboard cell; a number's carries its true value (empty: missing, sorted last)."""
+    value = "" if cell.value is None else cell.value
+    attributes = (f' data-value="{value}"' if numeric else "") + (' class="best"' if cell.best else "")
+    return f"<td{attributes}>{html.escape(cell.text)}</td>"
+
+
 def _figure(fig: go.Figure) -> str:
-    fig.update_layout(template="plotly_white", margin={"t": 40, "b": 40}, height=380)
-    return fig.to_html(full_html=False, include_plotlyjs=False)
+    """A chart as a placeholder holding its Plotly JSON, which ``charts.js`` plots: a dashboard's update of the
+    section swaps the JSON and keeps the plotted chart, and with it the reader's zoom."""
+    fig.update_layout(template="plotly_white", margin={"t": 40, "b": 40}, height=380, uirevision="kept")
+    spec = fig.to_json().replace("</", "<\\/")
+    return f'<div class="zoo-figure plotly-graph-div"><script type="application/json">{spec}</script></div>'
 
 
 def _colour(k: int) -> str:
     return COLOURS[k % len(COLOURS)]
-
-
-def _band(fig: go.Figure, x: list[float], stats: list[Stat], name: str, colour: str, col: int, show: bool) -> None:
-    """A line for the mean and, when there are several seeds, a shaded band of ± one standard deviation."""
-    means = [s.mean for s in stats]
-    if any(s.n > 1 for s in stats):
-        upper = [s.mean + s.std for s in stats]
-        lower = [s.mean - s.std for s in stats]
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=upper + lower[::-1],
-                fill="toself",
-                fillcolor=colour,
-                opacity=0.2,
-                line={"width": 0},
-                hoverinfo="skip",
-                showlegend=False,
-                legendgroup=name,
-            ),
-            row=1,
-            col=col,
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=x, y=means, name=name, mode="lines+markers", line={"color": colour}, legendgroup=name, showlegend=show
-        ),
-        row=1,
-        col=col,
-    )
-
-
-def learning_curves(groups: list[Group], metric: str) -> str:
-    """The validation metric against steps and against seconds, averaged over seeds validation by validation."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"val {metric} by step", f"val {metric} by wall time (s)"))
-    drawn = False
-    for k, group in enumerate(groups):
-        curves = [run.summary.get("validations", []) for run in group.runs]
-        curves = [[v for v in curve if metric in v] for curve in curves if curve]
-        if not curves:
-            continue
-        length = min(len(curve) for curve in curves)
-        stats = [Stat.of([curve[i][metric] for curve in curves]) for i in range(length)]
-        steps = [curves[0][i]["step"] for i in range(length)]
-        seconds = [Stat.of([curve[i]["seconds"] for curve in curves]).mean for i in range(length)]
-        _band(fig, steps, stats, group.label, _colour(k), 1, True)
-        _band(fig, seconds, stats, group.label, _colour(k), 2, False)
-        drawn = True
-    return _figure(fig) if drawn else '<p class="note">No run has recorded validations yet.</p>'
 
 
 def pareto_front(points: list[tuple[float, float]], higher_is_better: bool) -> list[tuple[float, float]]:
@@ -130,6 +120,7 @@ def quality_against_cost(board: Leaderboard) -> str:
     if not costs or not board.sort:
         return '<p class="note">No finished run to place.</p>'
     fig = make_subplots(rows=1, cols=len(costs), subplot_titles=[f"{board.sort} vs {c}" for c in costs])
+    bounds = metric_bounds(board.sort, [g.metrics[board.sort].mean for g in board.groups if board.sort in g.metrics])
     for col, cost in enumerate(costs, start=1):
         points = []
         for k, group in enumerate(board.groups):
@@ -145,7 +136,7 @@ def quality_against_cost(board: Leaderboard) -> str:
                     name=group.label,
                     marker={"color": _colour(k), "size": 11},
                     legendgroup=group.label,
-                    error_y={"type": "data", "array": [quality.std], "visible": quality.n > 1},
+                    error_y={**error_bars([quality.mean], [quality.std], bounds), "visible": quality.n > 1},
                     showlegend=col == 1,
                 ),
                 row=1,
@@ -164,8 +155,8 @@ def quality_against_cost(board: Leaderboard) -> str:
             row=1,
             col=col,
         )
-        if cost == "params":
-            fig.update_xaxes(type="log", row=1, col=col)
+        fig.update_xaxes(title_text=cost, type="log" if cost == "params" else "linear", row=1, col=col)
+        fig.update_yaxes(title_text=f"test {board.sort}", row=1, col=col)
     return _figure(fig)
 
 
@@ -180,96 +171,23 @@ def breakdowns(board: Leaderboard) -> str:
     figures = []
     for (name, score), buckets in charts.items():
         fig = go.Figure()
+        found = [s.mean for g in board.groups for key, s in g.breakdowns.items() if key[0] == name and key[2] == score]
+        bounds = metric_bounds(score, found)
         for k, group in enumerate(board.groups):
             stats = [group.breakdowns.get((name, bucket, score)) for bucket in buckets]
+            means = [s.mean if s else None for s in stats]
             fig.add_trace(
                 go.Bar(
                     x=buckets,
-                    y=[s.mean if s else None for s in stats],
+                    y=means,
                     name=group.label,
                     marker_color=_colour(k),
-                    error_y={"type": "data", "array": [s.std if s else 0 for s in stats]},
+                    error_y=error_bars(means, [s.std if s else 0.0 for s in stats], bounds),
                 )
             )
-        fig.update_layout(barmode="group", title=name.replace("_", " "), yaxis_title=score)
+        fig.update_layout(barmode="group", title=name.replace("_", " "), xaxis_title="bucket", yaxis_title=score)
         figures.append(_figure(fig))
     return "\n".join(figures)
-
-
-def samples(board: Leaderboard) -> str:
-    """The first test items every configuration decoded, with each one's output (its first finished seed)."""
-    shown = [g for g in board.groups if g.finished]
-    items = [read_items(g.finished[0]) for g in shown]
-    common = [i for i in items[0] if all(i in other for other in items[1:])][:SAMPLES] if items else []
-    if not common:
-        return '<p class="note">No test outputs to show (test_items.jsonl).</p>'
-    rows = []
-    for item_id in common:
-        first = items[0][item_id]
-        rows.append(
-            [
-                item_id,
-                first.get("source", ""),
-                " / ".join(first["references"]),
-                *[outputs[item_id]["hypothesis"] for outputs in items],
-            ]
-        )
-    return _table(["item", "source", "references", *[g.label for g in shown]], rows, "samples")
-
-
-def attention_pictures(board: Leaderboard, report: Path) -> str:
-    """Attention pictures and explorers the runs hold: pictures embedded, explorers linked."""
-    parts = []
-    for group in board.groups:
-        for run in group.finished:
-            folder = Path(run.path) / "attention"
-            pictures = sorted(folder.glob("*/*.png"))[:PICTURES]
-            explorers = sorted(folder.glob("*/explorer.html"))
-            if not pictures and not explorers:
-                continue
-            images = "".join(
-                f'<img alt="{html.escape(p.stem)}" title="{html.escape(p.parent.name)}: {html.escape(p.stem)}" '
-                f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-                for p in pictures
-            )
-            links = "".join(
-                f'<li><a href="{html.escape(_relative(e, report))}">{html.escape(e.parent.name)}</a></li>'
-                for e in explorers
-            )
-            parts.append(
-                f"<h3>{html.escape(group.label)} ({html.escape(Path(run.path).name)})</h3>"
-                f'<div class="pictures">{images}</div>' + (f"<p>Explorers:</p><ul>{links}</ul>" if links else "")
-            )
-    return (
-        "".join(parts)
-        or '<p class="note">No attention pictures yet: <code>zoo attention RUN "sentence"</code> draws them.</p>'
-    )
-
-
-def _relative(path: Path, report: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(report.resolve().parent))
-    except ValueError:
-        return path.resolve().as_uri()
-
-
-def in_progress(board: Leaderboard) -> str:
-    """Runs still going: where they are and their latest validation metrics."""
-    rows = []
-    for group in board.groups:
-        for run in group.runs:
-            if run.status != "running":
-                continue
-            summary = run.summary
-            epoch = summary.get("epoch")
-            progress = f"epoch {epoch + 1} of {summary.get('max_epochs', '?')}" if epoch is not None else "starting"
-            latest = ", ".join(f"{k} {v:.2f}" for k, v in summary.get("latest_val", {}).items())
-            rows.append([group.label, Path(run.path).name, progress, summary.get("step", ""), latest])
-    if not rows:
-        return ""
-    return "<h2>Running</h2>" + _table(
-        ["configuration", "run", "progress", "step", "latest validation"], rows, "running"
-    )
 
 
 def search_curves(families: list[Family]) -> list[str]:
@@ -286,41 +204,80 @@ def search_curves(families: list[Family]) -> list[str]:
     ]
 
 
-def render(
-    boards: list[tuple[str, Leaderboard]],
-    title: str,
-    report: Path,
-    refresh_seconds: int = 0,
-    families: list[Family] | None = None,
-) -> str:
-    """The whole page for one or more sets of comparable runs, and the searches among them (``families``)."""
-    sections = search_curves(families or [])
+def sections(
+    boards: list[tuple[str, Leaderboard]], report: Path, families: list[Family] | None = None
+) -> tuple[str, str]:
+    """The parts of the page drawn here, before and after the charts drawn in the browser: the searches and each
+    board's leaderboard; then each board's quality and cost, breakdowns, samples and attention pictures."""
+    top, bottom = search_curves(families or []), []
     for note, board in boards:
-        if note:
-            sections.append(f"<h2>{html.escape(note)}</h2>")
+        heading = [f"<h2>{html.escape(note)}</h2>"] if note else []
         footnote = html.escape(board.footnote()).replace("\n", "<br>")
-        sections += [
+        top += [
+            *heading,
             "<h2>Leaderboard</h2>",
-            _table(board.header(), board.rows()),
+            leaderboard_table(board),
             f'<p class="note">{footnote}</p>',
-            in_progress(board),
-            "<h2>Learning curves</h2>",
-            learning_curves(board.groups, board.sort or ""),
+        ]
+        bottom += [
+            *heading,
             "<h2>Quality and cost</h2>",
             quality_against_cost(board),
             "<h2>Breakdowns</h2>",
             breakdowns(board),
             "<h2>Sample outputs</h2>",
-            samples(board),
+            sample_outputs(board),
             "<h2>Attention</h2>",
             attention_pictures(board, report),
         ]
-    refresh = f'<meta http-equiv="refresh" content="{refresh_seconds}">' if refresh_seconds else ""
+    return "\n".join(top), "\n".join(bottom)
+
+
+def render(
+    boards: list[tuple[str, Leaderboard]],
+    title: str,
+    report: Path,
+    families: list[Family] | None = None,
+    charts: dict | None = None,
+    live: dict | None = None,
+    plotly_url: str | None = None,
+) -> str:
+    """The whole page for one or more sets of comparable runs, and the searches among them (``families``).
+
+    ``charts``: the runs' data the browser draws (:func:`zoo.report.live.page_data` of the boards' and searches'
+    runs unless given); ``live``: the dashboard's terms for updating the page (None: a written report, which asks
+    for nothing); ``plotly_url``: where the page loads Plotly from (None: inlined, so the file opens offline).
+    """
+    families = families or []
+    if charts is None:
+        charts = page_data(runs_of(boards, families), boards)
+    top, bottom = sections(boards, report, families)
+    body = [
+        '<p id="zoo-live" class="note" hidden></p>',
+        f'<div id="zoo-top">{top}</div>',
+        "<h2>Runs</h2>",
+        '<div id="zoo-runs"></div>',
+        "<h2>Curves</h2>",
+        '<div id="zoo-curves"></div>',
+        "<h2>Settings</h2>",
+        '<div id="zoo-settings"></div>',
+        f'<div id="zoo-bottom">{bottom}</div>',
+        as_script(charts, "zoo-data"),
+        as_script(live, "zoo-live-terms") if live else "",
+    ]
+    inlined = plotly_url is None
+    plotly = f"<script>{get_plotlyjs()}</script>" if inlined else f'<script src="{html.escape(plotly_url)}"></script>'
     return Template(asset("report.html")).substitute(
         title=html.escape(title),
-        style=asset("report.css").rstrip("\n"),
-        plotly=get_plotlyjs(),
-        script=asset("report.js").rstrip("\n"),
-        refresh=refresh,
-        sections="\n".join(sections),
+        style="\n".join(asset(name).rstrip("\n") for name in STYLES),
+        plotly=plotly,
+        script="\n".join(asset(name).rstrip("\n") for name in SCRIPTS),
+        sections="\n".join(body),
     )
+
+
+def runs_of(boards: list[tuple[str, Leaderboard]], families: list[Family]) -> list[Run]:
+    """Every run the boards and searches hold (the runs skipped from a table too), in path order."""
+    runs = [run for _, board in boards for run in (*board.runs, *board.skipped)]
+    runs += [run for family in families for run in (*family.trials.values(), *family.reseeds)]
+    return sorted({run.path: run for run in runs}.values(), key=lambda run: str(run.path))

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from zoo.data.thumbnails import image_record
 from zoo.inference.latency import latency_ms
 from zoo.registry import MODEL_KINDS, OPTIONAL_GROUPS
 from zoo.training.layout import HYPOTHESES_FILE, SAMPLES_FILE, TEST_ITEMS_FILE
@@ -97,6 +98,7 @@ def write_outputs(
                 "hypothesis": hypothesis,
                 "references": list(item.references),
                 "scores": scores,
+                **image_record(item.source),  # an image's path or thumbnail, for the report
             }
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     blocks = []

@@ -41,6 +41,7 @@ from zoo.contracts import BOS, EOS, SPECIAL_TOKENS, Task
 from zoo.data.text import token_labels
 from zoo.decoding import generate
 from zoo.errors import ZooError
+from zoo.viz.grid import ImageGrid, image_grid
 
 #: Attention kinds, in the order pictures are written.
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -157,6 +158,7 @@ class SentenceAttention:
     output: str  # the decoded hypothesis as text
     maps: dict[str, list[torch.Tensor]]  # kind -> per layer (H, queries, keys) of this one source
     labels: dict[str, list[str]]  # "source", "target_in" (BOS + hypothesis), "target_out" (hypothesis + EOS)
+    image: ImageGrid | None = None  # an image source: the grid the "source" positions are cells of, and its pixels
 
     @property
     def kinds(self) -> list[str]:
@@ -175,7 +177,8 @@ def sentence_attention(
     """Decode one ``source`` (greedy unless ``decode_cfg`` says otherwise), then gather its attention weights.
 
     The model is put in eval mode for the duration and then restored. The task
-    encodes the source and labels its positions; the target tokenizer labels the output.
+    encodes the source and labels its positions (an image's are the cells of the
+    frontend's grid, ``r0c0``, ...); the target tokenizer labels the output.
     """
     if isinstance(source, str) and not source.strip():
         raise AttentionMapError("the sentence is empty: there are no tokens to attend to; pass a non-empty sentence")
@@ -192,14 +195,15 @@ def sentence_attention(
     finally:
         model.train(was_training)
 
+    image = image_grid(model, task, source, encoded)
     hyp_labels = token_labels(task.target_tokenizer, hypothesis)
     labels = {
-        "source": task.source_labels(encoded),
+        "source": task.source_labels(encoded) or (image.labels if image else []),
         "target_in": [SPECIAL_TOKENS[BOS], *hyp_labels],
         "target_out": [*hyp_labels, SPECIAL_TOKENS[EOS]],
     }
     one = {kind: [weights[0].float().cpu() for weights in layers] for kind, layers in maps.items()}
-    return SentenceAttention(source, task.decode_targets([hypothesis])[0], one, labels)
+    return SentenceAttention(source, task.decode_targets([hypothesis])[0], one, labels, image)
 
 
 # --------------------------------------------------------------------------- the entry point

@@ -3,9 +3,13 @@
 PNG heatmaps (:mod:`zoo.viz.attention_maps`) show one head each; a 6-layer,
 8-head Transformer makes 144 of them. The explorer puts them all in one page:
 pick the kind (encoder self-attention, decoder self-attention, cross-attention),
-the layer and the head, hover a token to see where it attends (lines between the
-query and key columns whose opacity is the weight, one colour per head), and
-click a head in the overview grid of small heatmaps to select it.
+the layer and the head, or the average of the layer's heads; hover a token (or
+move to it with the arrow keys) to see where it attends (lines between the query
+and key columns whose opacity is the weight, one colour per head), and click a
+head in the overview grid of small heatmaps to select it. For an image source
+(captioning) the keys are the cells of the frontend's grid: attention over them is
+drawn on the image, one output word at a time, on the caption's colour scale
+(0 to its highest weight, as :mod:`zoo.viz.image_attention` draws it).
 
 The weights and labels come from :func:`zoo.viz.attention_maps.sentence_attention`,
 so the explorer and the PNGs always show the same numbers. They are embedded in
@@ -17,6 +21,7 @@ requests nothing.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,9 +29,12 @@ from typing import Any
 import numpy as np
 
 from zoo.config.sections import DecodeConfig
-from zoo.contracts import Task
+from zoo.contracts import ImageSource, Task
+from zoo.data.thumbnails import data_uri
+from zoo.training.layout import EXPLORER_FILE
 from zoo.viz.attention_maps import AXES, KINDS, SentenceAttention, sentence_attention
 from zoo.viz.explorer_page import render_page
+from zoo.viz.grid import ImageGrid
 
 #: How each kind is named in the page.
 KIND_TITLES = {
@@ -40,10 +48,12 @@ AXIS_TITLES = {
     "target_in": "<s> + output",
     "target_out": "output predicted",
 }
+#: How the source axis is named when the source is an image: its positions are the grid's cells.
+IMAGE_AXIS_TITLE = "image cells"
+#: An image is embedded at most this many pixels a side; PNG up to :data:`PNG_SIDE` (sharp edges), JPEG above.
+IMAGE_SIDE, PNG_SIDE = 512, 128
 #: Weights are embedded with this many decimals: enough for a line's opacity, and the page stays small.
 WEIGHT_DECIMALS = 3
-#: The explorer's file name inside the attention folder of a source.
-EXPLORER_FILE = "explorer.html"
 
 
 def absence_reason(kind: str, names: Mapping[str, str]) -> str:
@@ -64,13 +74,33 @@ def _rounded(weights: Any) -> list:
     return np.round(weights.double().numpy(), WEIGHT_DECIMALS).tolist()
 
 
+def image_data(image: ImageGrid) -> dict[str, Any]:
+    """The grid's size and the image under it as a ``data:`` URI (None when it could not be read)."""
+    src = None
+    if image.pixels is not None:
+        fmt = "PNG" if max(image.pixels.shape[:2]) <= PNG_SIDE else "JPEG"
+        src = data_uri(image.pixels, IMAGE_SIDE, fmt)
+    return {"rows": image.rows, "columns": image.columns, "src": src}
+
+
+def _describe(source: Any) -> str:
+    """The source as the page's header names it: a sentence or an image file as it is, an image by its key."""
+    if isinstance(source, (str, os.PathLike)):
+        return str(source)
+    if isinstance(source, ImageSource):
+        return f"image {source}"
+    return f"({type(source).__name__} source)"
+
+
 def explorer_data(attention: SentenceAttention, names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-ready values.
 
     ``kinds`` lists every kind of :data:`KINDS` (then any other kind the decoder
     reported) in order; a kind the model has carries its query and key labels and
     ``layers`` = per layer, per head, a (queries x keys) list of weights; a kind it
-    lacks carries ``absent`` = the reason instead.
+    lacks carries ``absent`` = the reason instead. For an image source, ``image``
+    holds the grid's ``rows`` and ``columns`` and the picture (``src``), and a kind
+    whose keys are the grid's cells says so with ``grid`` = true.
     """
     names = dict(names or {})
     kinds = []
@@ -80,21 +110,25 @@ def explorer_data(attention: SentenceAttention, names: Mapping[str, str] | None 
             kinds.append({"name": kind, "title": title, "absent": absence_reason(kind, names)})
             continue
         queries, keys = attention.axes(kind)
-        query_axis, key_axis = (AXIS_TITLES[axis] for axis in AXES.get(kind, AXES["cross"]))
+        query_axis, key_axis = AXES.get(kind, AXES["cross"])
+        titles = {**AXIS_TITLES, **({"source": IMAGE_AXIS_TITLE} if attention.image else {})}
         kinds.append(
             {
                 "name": kind,
                 "title": title,
                 "absent": None,
-                "query_axis": query_axis,
-                "key_axis": key_axis,
+                "query_axis": titles[query_axis],
+                "key_axis": titles[key_axis],
+                "grid": attention.image is not None and key_axis == "source",
                 "queries": queries,
                 "keys": keys,
                 "layers": [_rounded(weights) for weights in attention.maps[kind]],
             }
         )
-    source = attention.source if isinstance(attention.source, str) else f"({type(attention.source).__name__} source)"
-    return {"source": source, "output": attention.output, "components": names, "kinds": kinds}
+    data = {"source": _describe(attention.source), "output": attention.output, "components": names, "kinds": kinds}
+    if attention.image is not None:
+        data["image"] = image_data(attention.image)
+    return data
 
 
 def render_explorer(data: Mapping[str, Any]) -> str:

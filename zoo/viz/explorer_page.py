@@ -6,14 +6,22 @@ read with :mod:`importlib.resources`. :func:`render_page` inlines the CSS and th
 script into the skeleton, so every written page is one self-contained offline file.
 The script reads the JSON that :func:`zoo.viz.explorer.explorer_data` made from
 ``<script id="attention-data">`` and draws everything: the kind tabs, the layer and
-head controls, the head view (an SVG of two token columns joined by lines whose
-opacity is the attention weight) and the overview grid (one small canvas heatmap per head).
+head controls (one chip per head, one for their average), the head view (an SVG of
+two token columns joined by lines whose opacity is the attention weight), for keys
+that are an image's grid the image view instead (the output tokens, and the image
+with the focused token's weights laid over it in colour, with the colour scale),
+and the overview grid (one small canvas heatmap per head, and per layer the average).
+Every control is a button, select or checkbox reached with Tab; the arrow keys move
+between the kind tabs and along the tokens.
 
-Hooks the browser test relies on: ``body[data-ready]`` once drawn;
+Hooks the browser tests rely on: ``body[data-ready]`` once drawn;
 ``.token.query`` / ``.token.key`` (``data-index``) in the head view;
 ``line.link`` (``data-head``, ``data-query``, ``data-key``, ``data-weight``);
 ``.weight-label`` texts next to the tokens a focused token attends to;
-``#heads-grid .thumb`` (``data-layer``, ``data-head``, 0-based).
+``#head-chips .chip`` and ``#heads-grid .thumb`` (``data-layer``, ``data-head``:
+0-based, or ``mean`` for the average of the heads); ``#words .word`` (``data-index``),
+``#image-panels .panel`` (``data-head``) with its canvas, ``#scale-top`` (the top of
+the colour scale) and ``#image-readout`` in the image view.
 """
 
 from __future__ import annotations
