@@ -218,8 +218,10 @@ CASES = [
     Case("cli", ["dashboard", "nowhere"], "nowhere"),
     Case("cli", ["dashboard", "{run}", "--port", "99999"], "port"),
     Case("cli", ["features", "out.txt", "frontend=pretrained"], "out.txt"),
-    Case("cli", ["features", "mine.pt", "frontend=pretrained"], "mine.pt", files=file_at("mine.pt", b"the user's own")),
-    Case("cli", ["features", "out.pt", "frontend=cnn"], "backbone"),
+    Case("cli", ["features", "mine.npy", "frontend=pretrained"], "mine.npy", files=file_at("mine.npy", b"the user's")),
+    Case("cli", ["features", "out.npy", "frontend=cnn"], "backbone"),
+    Case("cli", ["prepare", "task=captioning"], "zoo features"),
+    Case("cli", ["prepare", "dataset=parallel", "dataset.root=nowhere"], "nowhere"),
     # ----- plugins: missing folder, import error, syntax error, duplicate name
     Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "my_plugins"),
     Case(

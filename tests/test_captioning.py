@@ -85,9 +85,12 @@ def test_zoo_caption_and_zoo_attention_read_image_files(caption_run, tmp_path):
 
 
 def test_features_extracted_once_train_a_captioner(tmp_path):
-    features = tmp_path / "scenes.pt"
+    features = tmp_path / "scenes.npy"
     sizes = ["dataset.train_size=20", "dataset.val_size=4", "dataset.test_size=4", "task.image_size=64"]
-    fork_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path)
+    fork_zoo("features", str(features), "frontend=pretrained", *sizes, "--dtype", "float32", cwd=tmp_path)
+    index = json.loads((tmp_path / "scenes.index.json").read_text())
+    assert (index["images"], index["grid"], index["feature_dim"], index["dtype"]) == (28, [2, 2], 1280, "float32")
+    assert index["made_by"]["frontend"]["name"] == "pretrained" and index["made_by"]["image_size"] == 64
     again = fork_zoo("features", str(features), "frontend=pretrained", *sizes, cwd=tmp_path, check=False)
     assert again.returncode != 0 and "already exists" in again.stderr
     tiny = [o for o in CAPTION_TINY if not o.startswith("dataset.")] + sizes

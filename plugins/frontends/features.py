@@ -15,8 +15,9 @@ class FeatureFrontend(Frontend):
     """Precomputed grid features, normalised and projected: backbone work done once, not every epoch.
 
     ``forward(features (B, S, F)) -> (x (B, S, dim), mask (B, S))``; the task reads
-    ``S = rows * columns`` vectors per image from ``task.features`` (a pooled
-    vector is a 1 x 1 grid). Layer normalisation over F first puts features from
+    ``S = rows * columns`` vectors per image from ``task.features``, a memory-mapped
+    ``NAME.npy`` (:mod:`zoo.data.features`), a batch at a time (a pooled vector is a
+    1 x 1 grid). Layer normalisation over F first puts features from
     any backbone on one scale; then a linear projection and a learned row + column
     embedding, as the image frontends add.
     """

@@ -9,8 +9,9 @@ caption. ``attention=none`` gives Show and Tell: the decoder starts from the
 pooled image and never looks back at the grid.
 
 Sources are :class:`~zoo.contracts.ImageSource` (a file or in-memory pixels),
-decoded and resized once per run (:class:`~zoo.data.images.ImageStore`), or the
-image's row in a precomputed feature table when the frontend reads features.
+decoded and resized once per run (:class:`~zoo.data.images.ImageStore`), or, when
+the frontend reads features, the image's row in a memory-mapped features file,
+whose grids a batch copies out when it is collated (no run holds them all).
 Only the caption side has a tokenizer.
 """
 
@@ -90,7 +91,7 @@ class CaptioningTask(Task):
         image_size: int | None = None  # square side in pixels; null: the frontend's (pretrained: 224), else 64
         fit: Fit = Fit.center  # center: shorter side to image_size, then the central square; stretch: squeeze
         cache: Cache = Cache.memory  # decoded images in memory or in a memory-mapped file under cache/
-        features: str | None = None  # precomputed features (file or folder, from `zoo features`) for frontend=features
+        features: str | None = None  # precomputed features (NAME.npy from `zoo features`) for frontend=features
         max_caption_len: int = 32  # longest generated caption in tokens, end of sentence included
 
         def __post_init__(self) -> None:
@@ -143,11 +144,11 @@ class CaptioningTask(Task):
         return SourceDescription("image", channels=3, height=self.image_size, width=self.image_size)
 
     # ------------------------------------------------------------------ sources
-    def encode_sources(self, sources: Sequence[Any]) -> list[torch.Tensor]:
-        """Images (ImageSource or file paths) -> (3, size, size) uint8 pixels, or their (positions, F) features."""
+    def encode_sources(self, sources: Sequence[Any]) -> list[torch.Tensor | int]:
+        """Images (ImageSource or file paths) -> (3, size, size) uint8 pixels, or their rows in the features file."""
         images = [as_image(source) for source in sources]
         if self.features is not None:
-            return [self.features[image.key] for image in images]
+            return [self.features.row(image.key) for image in images]
         store = ImageStore(images, self.image_size, self.cfg.fit, self._cache_file(images))
         return [store[row] for row in range(len(store))]
 
@@ -157,19 +158,20 @@ class CaptioningTask(Task):
         digest = hashlib.sha1("\n".join(image.key for image in images).encode()).hexdigest()[:12]
         return self.cache_dir / f"images-{self.image_size}-{self.cfg.fit}-{digest}.npy"
 
-    def source_size(self, encoded: torch.Tensor) -> int:
+    def source_size(self, encoded: torch.Tensor | int) -> int:
         if self.features is not None:
-            return encoded.shape[0]
+            return self.features.positions
         return max(1, encoded.shape[-1] * encoded.shape[-2] // PIXELS_PER_POSITION)
 
     def fits(self, encoded: torch.Tensor, max_len: int) -> bool:
         return True  # every image has the same size; only the caption's length can exceed data.max_len
 
-    def collate_sources(self, encoded: Sequence[torch.Tensor]) -> torch.Tensor:
-        batch = torch.stack(list(encoded))
-        return batch.float() if self.features is not None else to_float(batch)
+    def collate_sources(self, encoded: Sequence[torch.Tensor | int]) -> torch.Tensor:
+        if self.features is not None:
+            return self.features.rows(encoded).float()  # the batch's grids, read from the map only now
+        return to_float(torch.stack(list(encoded)))
 
-    def source_labels(self, encoded: torch.Tensor) -> list[str]:
+    def source_labels(self, encoded: torch.Tensor | int) -> list[str]:
         if self.features is None:
             return []  # an image frontend knows its grid only once it has run (Frontend.grid)
         rows, columns = self.features.grid
