@@ -8,6 +8,7 @@ each in its own process, polling /proc for resident memory (VmRSS, and PSS: page
 shared between processes counted once, split among them):
 
   prepare     `zoo prepare` of the corpus (dataset=parallel, the multi30k preset's BPE)
+  prepare-repeated  the same of Multi30k's training split repeated to 1,015,000 pairs
   first step  `zoo train` of one optimiser step from the prepared files, start to exit
   train       `zoo train` of --steps steps: peak resident memory, model included
   repeat      Multi30k's training split repeated to 1,015,000 pairs: `zoo train` of --steps steps,
@@ -16,7 +17,7 @@ shared between processes counted once, split among them):
   speed       tokens/s on Multi30k itself, prepared against in memory (--speed-steps steps each, alternating)
 
     python benchmarks/data_at_scale.py --multi30k ../shared/data/multi30k --work /tmp/scale [--pairs 4500000]
-        [--only prepare,first,train,repeat,ddp,speed]
+        [--only prepare,first,train,prepare-repeated,repeat,ddp,speed]
 
 Prints a Markdown table; docs/results.md ("Data at scale") records a run of it.
 """
@@ -28,6 +29,7 @@ import gzip
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -121,6 +123,12 @@ def watch(process: subprocess.Popen) -> dict[int, list[int]]:
     return peaks
 
 
+def fresh(path: Path) -> Path:
+    """A run folder of this benchmark's, emptied of an earlier measurement."""
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 def mb(value: float) -> str:
     return f"{value / 1e6:,.0f} MB"
 
@@ -136,7 +144,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4_500_000)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--speed-steps", type=int, default=300)
-    parser.add_argument("--only", default="prepare,first,train,repeat,ddp,speed")
+    parser.add_argument("--only", default="prepare,first,train,prepare-repeated,repeat,ddp,speed")
     opts = parser.parse_args()
     only = set(opts.only.split(","))
     work = opts.work.resolve()
@@ -152,20 +160,25 @@ def main() -> None:
         rows.append((f"prepare {opts.pairs:,} pairs (20-30 words a side)", f"{result['seconds']:.0f} s", mb(peak)))
         print(result["output"], flush=True)
     if "first" in only:
-        result = measure([*train, *on_large, "trainer.max_steps=1", f"hydra.run.dir={work / 'first'}"], work, env)
+        first = ["trainer.max_steps=1", f"hydra.run.dir={fresh(work / 'first')}"]
+        result = measure([*train, *on_large, *first], work, env)
         peak = max(rss for rss, _ in result["peaks"].values())
         rows.append(("one step from the prepared files, start to exit", f"{result['seconds']:.0f} s", mb(peak)))
     if "train" in only:
         steps = f"trainer.max_steps={opts.steps}"
-        result = measure([*train, *on_large, steps, f"hydra.run.dir={work / 'train'}"], work, env)
+        result = measure([*train, *on_large, steps, f"hydra.run.dir={fresh(work / 'train')}"], work, env)
         peak = max(rss for rss, _ in result["peaks"].values())
         rows.append((f"{opts.steps} steps from the prepared files", f"{result['seconds']:.0f} s", mb(peak)))
     repeated = make_corpus(opts.multi30k, work / "repeated", 1_015_000, long=False)
     on_repeated = [*PRESET, f"dataset.root={repeated}", f"trainer.max_steps={opts.steps}"]
+    if "prepare-repeated" in only:
+        result = measure(["prepare", *PRESET, f"dataset.root={repeated}"], work, env)
+        peak = max(rss for rss, _ in result["peaks"].values())
+        rows.append(("prepare 1,015,000 pairs (Multi30k repeated)", f"{result['seconds']:.0f} s", mb(peak)))
     if "repeat" in only:
         for prepare in ("true", "false"):
             result = measure(
-                [*train, *on_repeated, f"data.prepare={prepare}", f"hydra.run.dir={work / f'repeat-{prepare}'}"],
+                [*train, *on_repeated, f"data.prepare={prepare}", f"hydra.run.dir={fresh(work / f'repeat-{prepare}')}"],
                 work,
                 env,
             )
@@ -173,7 +186,7 @@ def main() -> None:
             how = "prepared" if prepare == "true" else "in memory"
             rows.append((f"1,015,000 pairs, {opts.steps} steps, {how}", f"{result['seconds']:.0f} s", mb(peak)))
     if "ddp" in only:
-        result = measure([*train, *on_repeated, "trainer=ddp_cpu", f"hydra.run.dir={work / 'ddp'}"], work, env)
+        result = measure([*train, *on_repeated, "trainer=ddp_cpu", f"hydra.run.dir={fresh(work / 'ddp')}"], work, env)
         for rank, (pid, (rss, pss)) in enumerate(sorted(result["peaks"].items())):
             rows.append(
                 (f"ddp_cpu over 1,015,000 prepared pairs: process {rank} (pid {pid})", mb(rss), f"PSS {mb(pss)}")
@@ -183,7 +196,7 @@ def main() -> None:
         speeds = {"true": [], "false": []}
         for turn in range(2):
             for prepare in ("true", "false") if turn % 2 == 0 else ("false", "true"):
-                run = work / f"speed-{prepare}-{turn}"
+                run = fresh(work / f"speed-{prepare}-{turn}")
                 measure([*train, *on_multi30k, f"data.prepare={prepare}", f"hydra.run.dir={run}"], work, env)
                 speeds[prepare].append(summary(run)["tokens_per_second"])
         mean = {k: sum(v) / len(v) for k, v in speeds.items()}
