@@ -249,6 +249,19 @@ CHROMIUM_FLAGS = [
 ]
 
 
+def watched_page(browser, address: str, timeout_ms: int = 10_000, load_timeout_ms: int = 30_000):
+    """A new page opened at ``address``, its console errors and requests collected in ``page.errors`` and
+    ``page.requests``."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(timeout_ms)
+    page.errors, page.requests = [], []
+    page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("request", lambda request: page.requests.append(request.url))
+    page.goto(address, timeout=load_timeout_ms)
+    return page
+
+
 @pytest.fixture(scope="module")
 def chromium():
     """Headless Debian Chromium driven by Playwright (the system's binary: nothing is downloaded)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import watched_page
 from PIL import Image
 
 from zoo.registry import discovery
@@ -199,13 +200,7 @@ def test_watch_sends_what_came_after_the_cursor_and_a_rewritten_run_whole(tmp_pa
 # --------------------------------------------------------------------------- in Chromium (conftest's `chromium`)
 def open_page(browser, address: str):
     """The page at ``address`` once its charts are drawn, with the lists its console errors and requests go to."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    page.set_default_timeout(15_000)
-    page.errors, page.requests = [], []
-    page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("request", lambda request: page.requests.append(request.url))
-    page.goto(address, timeout=60_000)  # Plotly's 4.8 MB of script, parsed on a busy machine
+    page = watched_page(browser, address, 15_000, 60_000)  # Plotly's 4.8 MB of script, parsed on a busy machine
     page.wait_for_selector(".zoo-panel .main-svg")
     return page
 

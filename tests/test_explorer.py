@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 import torch
-from conftest import fork_zoo
+from conftest import fork_zoo, watched_page
 from tiny_captioner import GRID, caption_model, caption_task
 
 import zoo
@@ -182,13 +182,7 @@ def test_caption_page_embeds_the_image_and_names_the_grid_cells(caption_page):
 # `chromium`)
 def open_page(browser, path):
     """The page at ``path`` once drawn, with the lists its console errors and requests go to."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    page.set_default_timeout(10_000)
-    page.errors, page.requests = [], []
-    page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("request", lambda request: page.requests.append(request.url))
-    page.goto(path.as_uri())
+    page = watched_page(browser, path.as_uri())
     page.wait_for_selector("body[data-ready]")
     return page
 
