@@ -23,9 +23,8 @@ from torch.utils.data import Dataset as TorchDataset
 
 from zoo.contracts import SPLITS, Item, Task
 from zoo.data.collate import Collate
-from zoo.data.prepare import PreparedData, preparable, prepared_data, read_splits
+from zoo.data.prepare import PreparedData, preparable, prepared_data, read_splits, trained_references
 from zoo.data.sampling import DataError, LengthBucketSampler, TokenBudgetBatchSampler
-from zoo.data.store import Sequences
 from zoo.registry import build, get
 
 log = logging.getLogger(__name__)
@@ -160,26 +159,22 @@ class ZooDataModule(L.LightningDataModule):
         for split in SPLITS:
             self.encoded[split] = self._select(split, *self._encoded(split))
 
-    def _encoded(self, split: str) -> tuple[Sequence, Sequence, np.ndarray, np.ndarray, np.ndarray]:
-        """A split's sources (one per item), targets (one per reference in training, the first reference in
-        evaluation), each target's item, each source's size and whether it fits ``data.max_len``."""
+    def _encoded(self, split: str) -> tuple[Sequence, Sequence, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A split's sources (one per item), targets (:func:`~zoo.data.prepare.trained_references`), each
+        target's item and length, each source's size and whether it fits ``data.max_len``."""
         if self.prepared is not None:
-            sizes = np.asarray(self.prepared.source_size(split))
-            return (
-                self.prepared.sources(split),
-                self.prepared.targets(split),
-                self.prepared.target_item(split),
-                sizes,
-                sizes <= self.max_len,
-            )
+            targets, sizes = self.prepared.targets(split), np.asarray(self.prepared.source_size(split))
+            target_item = self.prepared.target_item(split)
+            return self.prepared.sources(split), targets, target_item, targets.lengths(), sizes, sizes <= self.max_len
         items = self.items[split]
         sources = self.task.encode_sources([item.source for item in items])
-        references = [item.references if split == "train" else item.references[:1] for item in items]
+        references = [trained_references(split, item) for item in items]
         targets = self.task.encode_targets([ref for refs in references for ref in refs])
         target_item = np.fromiter((k for k, refs in enumerate(references) for _ in refs), np.int64, len(targets))
+        lengths = np.fromiter(map(len, targets), np.int64, len(targets))
         sizes = np.fromiter(map(self.task.source_size, sources), np.int64, len(sources))
         fits = np.fromiter((self.task.fits(source, self.max_len) for source in sources), bool, len(sources))
-        return sources, targets, target_item, sizes, fits
+        return sources, targets, target_item, lengths, sizes, fits
 
     def _select(
         self,
@@ -187,6 +182,7 @@ class ZooDataModule(L.LightningDataModule):
         sources: Sequence,
         targets: Sequence,
         target_item: np.ndarray,
+        lengths: np.ndarray,
         source_size: np.ndarray,
         fits: np.ndarray,
     ) -> EncodedSplit:
@@ -197,7 +193,6 @@ class ZooDataModule(L.LightningDataModule):
         count in the log (:meth:`_unfit_for_training`); evaluation keeps every item, since
         dropping one would change the score, and refuses a split holding one that is too wide.
         """
-        lengths = targets.lengths() if isinstance(targets, Sequences) else np.fromiter(map(len, targets), np.int64)
         sizes = np.maximum(source_size[target_item], lengths + 1)
         if split != "train":
             self._refuse_too_wide(split, sizes, target_item)

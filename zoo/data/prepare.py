@@ -155,6 +155,12 @@ class PreparedData:
         )
 
 
+def trained_references(split: str, item: Item) -> tuple[str, ...]:
+    """The references that make an item's target rows: every one in training (a pair each), the first in
+    evaluation (its loss; the metrics score the output against all of them)."""
+    return item.references if split == "train" else item.references[:1]
+
+
 def preparable(task: Task) -> bool:
     """Tasks whose encoded sources are id sequences and whose fit test is the source's size are prepared."""
     return type(task).token_sources and type(task).fits is Task.fits
@@ -249,7 +255,7 @@ def _write_split(folder: Path, split: str, items: Sequence[Item], task: Task, dt
         encoded = task.encode_sources([item.source for item in chunk])
         sources.extend(encoded)
         source_size.extend(task.source_size(source) for source in encoded)
-        references = [item.references if split == "train" else item.references[:1] for item in chunk]
+        references = [trained_references(split, item) for item in chunk]
         targets.extend(task.encode_targets(list(itertools.chain.from_iterable(references))))
         target_item.extend(start + k for k, refs in enumerate(references) for _ in refs)
     sources.close()
