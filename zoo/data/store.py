@@ -58,13 +58,6 @@ class SequenceWriter:
         np.save(self.folder / f"{self.name}.offsets.npy", offsets)
 
 
-def write_sequences(folder: Path, name: str, sequences: Sequence[Sequence[int]], dtype: np.dtype) -> None:
-    """All of ``sequences`` at once (a split small enough to hold)."""
-    writer = SequenceWriter(folder, name, dtype)
-    writer.extend(sequences)
-    writer.close()
-
-
 class Sequences(Sequence[list[int]]):
     """The id sequences of one file pair, mapped read-only; ``sequences[k]`` is a list of ints."""
 
