@@ -7,7 +7,7 @@ from tokenizers import Tokenizer as HFPipeline
 
 from zoo import registry
 from zoo.contracts import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
-from zoo.data.tokenization import TokenizerError
+from zoo.data.tokenization import HFTokenizer, TokenizerError
 from zoo.registry import discovery
 
 discovery.discover()
@@ -127,3 +127,30 @@ def test_loading_a_vocabulary_without_zoo_special_ids_is_rejected(tmp_path):
 def test_encode_needs_a_list():
     with pytest.raises(TypeError, match="list of strings"):
         trained("word").encode("the cat")
+
+
+AWKWARD = [
+    "",
+    " ",
+    "the  cat",
+    " the cat",
+    "the cat ",
+    "the <s> cat",
+    "the<unk>",
+    "the\tcat sat",
+    "cat. dog, mat!",
+    "ÉTÉ été",
+]
+
+
+@pytest.mark.parametrize("kind", registry.names("tokenizer"))
+def test_encode_equals_the_pipeline_text_by_text(kind):
+    """Every registered tokenizer on HF's pipeline: ``encode`` (by word, where the plugin says it may) gives the
+    pipeline's own ids for each text, spacing and special tokens included."""
+    tokenizer = registry.build("tokenizer", registry.default_config("tokenizer", kind))
+    if not isinstance(tokenizer, HFTokenizer):
+        pytest.skip(f"{kind} is not built on the tokenizers library")
+    tokenizer.train(iter(TEXTS + AWKWARD))
+    texts = AWKWARD + TEXTS + ["the mat sat the cat dog"]
+    pipeline = tokenizer._ready()
+    assert tokenizer.encode(texts) == [pipeline.encode(text, add_special_tokens=False).ids for text in texts]

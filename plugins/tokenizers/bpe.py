@@ -23,6 +23,8 @@ class BPETokenizer(HFTokenizer):
     never seen in training become <unk>.
     """
 
+    encodes_words_apart = True  # the pre-tokenizer splits at spaces first
+
     @dataclass
     class Config:
         vocab_size: int = 8000  # total vocabulary, special tokens and characters included

@@ -19,6 +19,8 @@ class WordTokenizer(HFTokenizer):
     (sacreBLEU's default 13a tokenisation splits punctuation the same way).
     """
 
+    encodes_words_apart = True  # the pre-tokenizer splits at spaces first
+
     @dataclass
     class Config:
         min_frequency: int = 1  # words seen fewer times in training become <unk>

@@ -16,6 +16,7 @@ afterwards makes the folder incomplete (:func:`incomplete`), never silently used
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -45,7 +46,7 @@ class SequenceWriter:
 
     def extend(self, sequences: Sequence[Sequence[int]]) -> None:
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-        flat = np.fromiter((i for ids in sequences for i in ids), dtype=np.int64, count=int(lengths.sum()))
+        flat = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
         if flat.size and (flat.min() < 0 or flat.max() > self.limit):
             raise ValueError(f"{self.name}: an id outside 0..{self.limit} ({self.dtype}); the vocabulary is too large")
         flat.astype(self.dtype).tofile(self.handle)
