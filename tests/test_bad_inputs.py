@@ -129,6 +129,7 @@ CASES = [
     Case("config", [*TRAIN, "resume_mode=sometimes"], "resume_mode"),
     Case("config", [*TRAIN, "trainer.precision=16-mixed"], "trainer.precision"),
     Case("config", [*TRAIN, "trainer.num_nodes=0"], "trainer.num_nodes"),
+    Case("config", [*TRAIN, "trainer.average_last=-1"], "trainer.average_last"),
     Case("config", [*TRAIN, "-m", "hydra/launcher=rocket"], "rocket"),
     # ----- data: missing, mixed formats, mismatched, empty, binary, wrong encoding, truncated archive
     Case("data", [*PARALLEL], "data", files=None),
@@ -222,6 +223,7 @@ CASES = [
     Case("cli", ["features", "out.npy", "frontend=cnn"], "backbone"),
     Case("cli", ["prepare", "task=captioning"], "zoo features"),
     Case("cli", ["prepare", "dataset=parallel", "dataset.root=nowhere"], "nowhere"),
+    Case("cli", ["average", "{run}"], "kept no weight snapshots"),
     # ----- plugins: missing folder, import error, syntax error, duplicate name
     Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "my_plugins"),
     Case(

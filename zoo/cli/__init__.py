@@ -1,5 +1,6 @@
-"""The ``zoo`` command: train (Hydra), list, predict, attention, features, compare, dashboard, and the command each
-registered task declares for its runs (``translate``, ``caption``: :class:`zoo.contracts.PredictCommand`)."""
+"""The ``zoo`` command: train (Hydra), list, predict, attention, average, features, compare, dashboard, and the
+command each registered task declares for its runs (``translate``, ``caption``:
+:class:`zoo.contracts.PredictCommand`)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ COMMANDS = {
     "attention": (
         "predict:attention",
         "attention pictures (PNG) of one sentence or image; --html: an interactive explorer",
+    ),
+    "average": (
+        "average:run",
+        "average a run's kept weight snapshots (trainer.average_last=N) or .ckpt files into one checkpoint",
     ),
     "prepare": (
         "prepare:run",

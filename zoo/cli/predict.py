@@ -50,9 +50,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """--checkpoint, --threads, --batch-size and one option per decoding field."""
     parser.add_argument(
         "--checkpoint",
-        default="best",
-        metavar="best|last|PATH",
-        help="the weights to use: best (default, checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
+        default="tested",
+        metavar="tested|best|last|PATH",
+        help="the weights to use: tested (default: those the run's test scored, checkpoints/average.ckpt where it "
+        "averaged checkpoints, else best), best (checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
     )
     parser.add_argument(
         "--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)"
@@ -152,7 +153,7 @@ def _load(opts: argparse.Namespace):
     from zoo.inference import Predictor
 
     checkpoint = opts.checkpoint  # a file here wins over one of the same name under the run's checkpoints/
-    if checkpoint not in ("best", "last") and os.path.isfile(checkpoint):
+    if checkpoint not in ("tested", "best", "last") and os.path.isfile(checkpoint):
         checkpoint = os.path.abspath(checkpoint)
     predictor = Predictor.from_run(opts.run_dir, checkpoint)
     overrides = _decode_overrides(opts)

@@ -59,8 +59,9 @@ class OptimConfig:
 
 @dataclass
 class TrainerConfig:
-    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience``, ``cpu_threads`` and
-    ``checkpoint_every_minutes`` (zoo's own: ``ZOO_TRAINER_FIELDS`` in :mod:`zoo.training.run`)."""
+    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience``, ``cpu_threads``,
+    ``checkpoint_every_minutes``, ``average_last`` and ``average_best`` (zoo's own: ``ZOO_TRAINER_FIELDS`` in
+    :mod:`zoo.training.run`)."""
 
     # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
     max_epochs: int = 6
@@ -87,6 +88,12 @@ class TrainerConfig:
     # checkpoints/last.ckpt is also written after a training step once this many minutes have passed since the
     # last one (besides every validation and on SIGTERM/Ctrl-C), so a pre-empted job loses minutes. 0: off.
     checkpoint_every_minutes: float = 10.0
+    # Checkpoint averaging (Vaswani et al., 2017): keep the weights of the last N validations under
+    # checkpoints/snapshots/, average them when training ends, validate the average and test it instead of best.ckpt
+    # (written as checkpoints/average.ckpt). 0: off.
+    average_last: int = 0
+    # The same with the N best validations by the monitored metric instead of the last N. 0: off; not with average_last.
+    average_best: int = 0
 
     def __post_init__(self) -> None:
         if self.max_steps == -1:
@@ -104,6 +111,13 @@ class TrainerConfig:
         at_least(self, "log_every_n_steps", 1)
         at_least(self, "cpu_threads", 0, "0 leaves torch's default")
         at_least(self, "checkpoint_every_minutes", 0, "0 writes last.ckpt only at validations and on a signal")
+        at_least(self, "average_last", 0, "0 turns averaging off")
+        at_least(self, "average_best", 0, "0 turns averaging off")
+        if self.average_last and self.average_best:
+            raise ConfigError(
+                f"average_best={self.average_best} with average_last={self.average_last}: average the weights of the "
+                "best N validations or of the last N, not both (0 turns one off)"
+            )
 
 
 @dataclass

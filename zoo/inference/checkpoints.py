@@ -28,6 +28,7 @@ import torch
 from zoo.contracts import Task
 from zoo.errors import ZooError, first_line
 from zoo.registry.kinds import GROUP_KINDS
+from zoo.training.layout import AVERAGE_CHECKPOINT
 
 #: The config sections that decide what a checkpoint's weights mean (see the module docstring).
 MEANING_SECTIONS: tuple[str, ...] = (*(group for kind in GROUP_KINDS for group in kind.groups), "model")
@@ -42,10 +43,14 @@ class RunLoadError(ZooError):
     """A run directory or its checkpoint cannot be used."""
 
 
-def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
+def checkpoint_file(run_dir: Path, checkpoint: str | Path = "tested") -> Path:
     """The checkpoint file that ``checkpoint`` names for the run in ``run_dir`` (see :meth:`Predictor.from_run`);
-    :class:`RunLoadError` when there is none."""
+    :class:`RunLoadError` when there is none. ``tested`` is the weights the run's test scores: the average of its
+    kept snapshots where it averaged them (``trainer.average_last``/``average_best``), else ``best``."""
     folder = run_dir / "checkpoints"
+    if str(checkpoint) == "tested":
+        averaged = run_dir / AVERAGE_CHECKPOINT
+        checkpoint = averaged if averaged.is_file() else "best"
     name = str(checkpoint)
     if name in ("best", "last"):
         ckpt = folder / f"{name}.ckpt"
@@ -61,24 +66,25 @@ def checkpoint_file(run_dir: Path, checkpoint: str | Path = "best") -> Path:
     if path.is_file():
         return path
     also = f" (nor is {folder / name})" if bare else ""
-    raise RunLoadError(f"checkpoint {name} is not a file{also}; give best, last or the path of a .ckpt file")
+    raise RunLoadError(f"checkpoint {name} is not a file{also}; give tested, best, last or the path of a .ckpt file")
 
 
-def read_checkpoint(ckpt: Path) -> dict[str, Any]:
-    """The contents of a zoo checkpoint (tensors only: nothing in it is run); one line when it is not one."""
+#: What to do about a checkpoint that cannot be read, for a command that uses one (``--checkpoint``).
+USE_ANOTHER = "use another checkpoint (--checkpoint last) or retrain"
+
+
+def read_checkpoint(ckpt: Path, advice: str = USE_ANOTHER) -> dict[str, Any]:
+    """The contents of a zoo checkpoint (tensors only: nothing in it is run); one line ending in ``advice`` when it
+    cannot be read, one naming what it lacks when it is not a zoo checkpoint."""
     if ckpt.stat().st_size == 0:
-        raise RunLoadError(
-            f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; use another checkpoint "
-            "(--checkpoint last) or retrain"
-        )
+        raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; {advice}")
     try:
         checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
     except Exception as error:
         reason = first_line(error)[:120]  # some errors (EOFError) have no text
         raise RunLoadError(
             f"checkpoint {ckpt} cannot be loaded ({type(error).__name__}{': ' + reason if reason else ''}); "
-            "it may be truncated, corrupt or from another zoo version: use another checkpoint (--checkpoint last) "
-            "or retrain"
+            f"it may be truncated, corrupt or from another zoo version: {advice}"
         ) from error
     stored = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     if not isinstance(stored, dict) or not all(key in stored for key in STORED) or "state_dict" not in checkpoint:
@@ -135,6 +141,17 @@ def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
     return None
 
 
+def model_difference(first: dict[str, Any], second: dict[str, Any]) -> str:
+    """Where the weights of two checkpoints (their stored hyperparameters) mean different things: the first settings
+    of the task, data or network and the sizes that differ, ``key=first's vs second's``; "" when they mean the same
+    (weights that can be averaged, or swapped)."""
+    return _differences(_meaning(first["cfg"]), _meaning(second["cfg"]), versus="") or _differences(
+        _sizes(first["source"], first["target_vocab_size"]),
+        _sizes(second["source"], second["target_vocab_size"]),
+        versus="",
+    )
+
+
 def _meaning(cfg: dict) -> dict[str, Any]:
     """The meaning sections of a config as ``{dotted.key: value}`` (lists stay whole)."""
     flat: dict[str, Any] = {}
@@ -156,10 +173,11 @@ def _sizes(source: dict[str, Any], target_vocab_size: int) -> dict[str, Any]:
     return {**{f"source.{key}": value for key, value in source.items()}, "target_vocab_size": target_vocab_size}
 
 
-def _differences(theirs: dict[str, Any], ours: dict[str, Any]) -> str:
-    """``key=theirs vs the run's ours`` for the first keys whose values differ, and how many more; "" if none."""
+def _differences(theirs: dict[str, Any], ours: dict[str, Any], versus: str = "the run's ") -> str:
+    """``key=theirs vs the run's ours`` (``versus`` names ours) for the first keys whose values differ, and how many
+    more; "" if none."""
     keys = [key for key in {**theirs, **ours} if theirs.get(key, _NONE) != ours.get(key, _NONE)]
-    shown = [f"{key}={theirs.get(key, _NONE)} vs the run's {ours.get(key, _NONE)}" for key in keys[:SHOWN_DIFFERENCES]]
+    shown = [f"{key}={theirs.get(key, _NONE)} vs {versus}{ours.get(key, _NONE)}" for key in keys[:SHOWN_DIFFERENCES]]
     more = len(keys) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more else "")
 

@@ -49,8 +49,9 @@ class Predictor:
         self.source_limit, self.source_limit_why = source_limit(module.cfg)
 
     @classmethod
-    def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "best") -> Predictor:
-        """The run in ``run_dir`` with the weights of ``checkpoint``: ``best`` (the default), ``last``,
+    def from_run(cls, run_dir: str | Path, checkpoint: str | Path = "tested") -> Predictor:
+        """The run in ``run_dir`` with the weights of ``checkpoint``: ``tested`` (the default: those its test
+        scored, the average of its snapshots where it averaged them, else ``best``), ``best``, ``last``,
         a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file
         that belongs to the run (see :mod:`zoo.inference.checkpoints`).
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import Callback, Checkpoint
+from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.contracts import PAD
 from zoo.training.interruptions import Interruptions
@@ -83,17 +84,22 @@ class TrainingCurves(Callback):
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Every checkpoint is written to ``<name>.partial``, then renamed: a cut-off write never replaces a good file."""
+    """Every checkpoint is written to ``<name>.partial``, then renamed: a cut-off write never replaces a good file,
+    and a write that fails (a full disk) leaves no partial file behind."""
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial")
-        with open(partial, "wb") as file:
-            torch.save(checkpoint, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(partial, path)
+        try:
+            with open(partial, "wb") as file:
+                torch.save(checkpoint, file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(partial, path)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
 
 
 def rng_states() -> dict:
@@ -214,7 +220,7 @@ class LastCheckpoint(Checkpoint):
             self._stop(trainer)
 
     def on_validation_end(self, trainer, module) -> None:
-        if not trainer.sanity_checking:
+        if not trainer.sanity_checking and trainer.state.fn is TrainerFn.FITTING:  # not the average's validation
             self.save(trainer)
             stop, _ = self._agree(trainer, self.interruptions.signal is not None)
             if stop:

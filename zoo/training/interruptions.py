@@ -1,7 +1,8 @@
 """SIGINT and SIGTERM in every phase of a training job, answered the same way.
 
 A job goes through phases: ``setup`` (reading data, training tokenizers), ``sanity check`` (Lightning's
-first validation batches), ``training`` and the ``validation`` rounds between its steps, ``test`` and
+first validation batches), ``training`` and the ``validation`` rounds between its steps, ``averaging`` (with
+``trainer.average_last``/``average_best``: the kept snapshots averaged and validated), ``test`` and
 ``outputs`` (latency, per-item scores, the printed result). Wherever a signal arrives, the job ends
 with :class:`RunInterrupted` naming the phase; :meth:`zoo.training.record.RunRecord.recording` records it in
 ``summary.json`` (``interrupted``, with the phase) and the entry prints one line with what to run next
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.training.layout import LAST_CHECKPOINT, SUMMARY_FILE
 from zoo.training.resume import under_submitit
@@ -170,11 +172,13 @@ class Interruptions(Callback):
         self.phase = "training"
 
     def on_validation_start(self, trainer, module) -> None:
-        if not trainer.sanity_checking:
+        if trainer.state.fn is not TrainerFn.FITTING:  # the averaged weights' validation, after training
+            self._install()
+        elif not trainer.sanity_checking:
             self.phase = "validation"
 
     def on_validation_end(self, trainer, module) -> None:
-        if not trainer.sanity_checking:
+        if not trainer.sanity_checking and trainer.state.fn is TrainerFn.FITTING:
             self.phase = "training"
 
     def on_test_start(self, trainer, module) -> None:

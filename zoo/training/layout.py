@@ -17,6 +17,16 @@ CHECKPOINTS_DIR = "checkpoints"
 BEST_CHECKPOINT_NAME = "best"
 #: The checkpoint a run resumes from: always the latest state (zoo.training.callbacks.LastCheckpoint).
 LAST_CHECKPOINT = f"{CHECKPOINTS_DIR}/last.ckpt"
+#: Weight snapshots kept for checkpoint averaging (``trainer.average_last``/``average_best``:
+#: zoo.training.snapshots.WeightSnapshots), one file per kept validation, named by its step.
+SNAPSHOTS_DIR = f"{CHECKPOINTS_DIR}/snapshots"
+SNAPSHOT_FILE = "step-{step:08d}.ckpt"
+#: The kept snapshots with their steps and validation scores, oldest first (what ``zoo average RUN`` reads).
+SNAPSHOT_INDEX = f"{SNAPSHOTS_DIR}/index.json"
+#: The mean of the kept snapshots, written when training ends; the test scores it instead of best.ckpt.
+AVERAGE_CHECKPOINT = f"{CHECKPOINTS_DIR}/average.ckpt"
+#: Where ``zoo average RUN --last N`` (or ``--best N``) writes unless told (``by``: last or best).
+AVERAGE_OF_FILE = f"{CHECKPOINTS_DIR}/average-{{by}}-{{n}}.ckpt"
 #: Lightning's CSV log, one row per logged step.
 METRICS_FILE = "metrics.csv"
 #: Its training columns (zoo.training.callbacks.TrainingCurves), on the rows whose ``step`` is a multiple of

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,17 @@ from omegaconf import DictConfig
 
 from zoo.training.layout import METRICS_FILE
 from zoo.training.tracking import components, flat_config, run_group, run_name, run_tags
+
+
+@contextmanager
+def unlogged(trainer: Any) -> Iterator[None]:
+    """Evaluate without the loggers: the averaged weights' validation goes to ``summary.json`` only, not onto the
+    validation curve (``metrics.csv`` and the trackers) as a second point at the last step."""
+    loggers, trainer.loggers = trainer.loggers, []
+    try:
+        yield
+    finally:
+        trainer.loggers = loggers
 
 
 def wandb_mode(logger_cfg: Any) -> str:

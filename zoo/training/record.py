@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.errors import one_line_reason
 from zoo.training.interruptions import RunInterrupted
@@ -127,7 +128,7 @@ class RunRecord(Callback):
         self._write("running")
 
     def on_validation_end(self, trainer, module) -> None:
-        if trainer.sanity_checking:
+        if trainer.sanity_checking or trainer.state.fn is not TrainerFn.FITTING:  # the average's is recorded apart
             return
         self.latest_val = {
             key.split("/", 1)[1]: round(float(value), 4)
@@ -149,6 +150,12 @@ class RunRecord(Callback):
         """Training is over (the test comes next): record what it measured, so a run stopped while testing keeps
         its training record and resumes by testing (``trained``)."""
         self.trained = {"trained": True, **measured}
+        self._write("running", phase="test")
+
+    def averaged(self, average: dict) -> None:
+        """The kept snapshots' average was validated (``trainer.average_last``/``average_best``): recorded with what
+        training measured, beside ``best_val``; the test scores it."""
+        self.trained["average"] = average
         self._write("running", phase="test")
 
     @contextmanager

@@ -43,7 +43,7 @@ RESUME_MAY_CHANGE = (
 )
 #: Settings added after runs were first recorded, with the value every run made before them had: a run that
 #: predates a setting resumes when the setting keeps that value.
-ADDED_SETTINGS = {"trainer.num_nodes": 1}
+ADDED_SETTINGS = {"trainer.num_nodes": 1, "trainer.average_last": 0, "trainer.average_best": 0}
 
 
 class ResumeRefused(ZooError):

@@ -6,7 +6,8 @@
    record (``summary.json`` says ``running``: from here on the directory holds a run), write the run's files
    (:func:`zoo.training.provenance.write_run_files`), then the model, callbacks, loggers and the Trainer.
 3. fit: train, from ``last.ckpt`` when resuming; record what training measured.
-4. test: score the best checkpoint on the test split (unless ``test=false``).
+4. test: with checkpoint averaging (``trainer.average_last``/``average_best``), average the kept snapshots and
+   validate the average; score it, else the best checkpoint, on the test split (unless ``test=false``).
 5. record: the final ``summary.json``, the test outputs, the trackers' results and the printed table.
 
 From the start of the record on, a failure or a signal is recorded as such (:meth:`RunRecord.recording`).
@@ -32,17 +33,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
+from zoo.training.averaging import average_checkpoints, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
 from zoo.training.interruptions import Interruptions
-from zoo.training.layout import BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
-from zoo.training.loggers import keep_earlier_metrics, make_loggers
+from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
 from zoo.training.module import ZooModule
 from zoo.training.provenance import write_run_files
 from zoo.training.record import RunRecord
 from zoo.training.resume import Resume, Verdict, plan_resume, resume_mode
 from zoo.training.rundir import Claim, claim_run_dir
+from zoo.training.snapshots import WeightSnapshots, averaging
 from zoo.training.summary import print_result, test_summary, training_summary, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results, wandb_run_id
 
@@ -132,6 +135,7 @@ class Job:
     throughput: Throughput
     record: RunRecord
     interruptions: Interruptions
+    snapshots: WeightSnapshots | None  # with checkpoint averaging
 
 
 def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions: Interruptions, resume: Resume) -> Job:
@@ -157,6 +161,8 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
     )
     last = LastCheckpoint(run_dir / LAST_CHECKPOINT, cfg.trainer.checkpoint_every_minutes, interruptions)
     throughput = Throughput()
+    keep, by = averaging(cfg.trainer)
+    snapshots = WeightSnapshots(run_dir, keep, by, monitor, mode) if keep else None
     loggers = make_loggers(cfg, run_dir, wandb_run_id(cfg, record, resume.previous))
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run_dir, None if resume.tests_only else resume.step)
@@ -175,13 +181,14 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
             TrainingCurves(cfg.trainer.log_every_n_steps),
             record,
             interruptions,
+            *([snapshots] if snapshots else []),
         ],
         plugins=[AtomicCheckpointIO()],  # a cut-off write never replaces a good checkpoint
         enable_model_summary=False,
         use_distributed_sampler=False,  # zoo's token-budget batch sampler shards batches across processes itself
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
     )
-    return Job(cfg, run_dir, data, module, trainer, best, last, throughput, record, interruptions)
+    return Job(cfg, run_dir, data, module, trainer, best, last, throughput, record, interruptions, snapshots)
 
 
 # -------------------------------------------------------------------------------------------- fit, test
@@ -202,12 +209,43 @@ def fit(job: Job, resume: Resume) -> None:
 
 
 def test(job: Job) -> None:
-    """Score the best checkpoint on the test split; ``test=false`` (a search's trial) leaves the split unseen."""
+    """Score the best checkpoint, or the average of the kept snapshots, on the test split; ``test=false`` (a
+    search's trial) leaves the split unseen."""
+    weights = (average(job) if job.snapshots else None) or job.best.best_model_path or None
     job.interruptions.enter("test")
     if job.cfg.test:
-        best = job.best.best_model_path or None
-        job.trainer.test(job.module, datamodule=job.data, ckpt_path=best, verbose=False, weights_only=False)
+        job.trainer.test(job.module, datamodule=job.data, ckpt_path=weights, verbose=False, weights_only=False)
     job.interruptions.enter("outputs")
+
+
+def average(job: Job) -> str | None:
+    """Write the mean of the kept snapshots as ``average.ckpt`` and validate it (recorded beside ``best_val``, off
+    the validation curve); its path, or None when no validation kept a snapshot."""
+    job.interruptions.enter("averaging")
+    snapshots = job.snapshots.kept
+    if not snapshots:
+        log.warning("no snapshot to average (no validation ran): the test scores best.ckpt")
+        return None
+    path = job.run_dir / AVERAGE_CHECKPOINT
+    if job.trainer.is_global_zero:
+        write_checkpoint(average_checkpoints(job.snapshots.paths()), path)
+    job.trainer.strategy.barrier("average")  # every process reads it
+    with unlogged(job.trainer):
+        (scores,) = job.trainer.validate(
+            job.module, datamodule=job.data, ckpt_path=str(path), verbose=False, weights_only=True
+        )
+    val = {key.split("/", 1)[1]: round(float(value), 4) for key, value in scores.items() if key.startswith("val/")}
+    job.record.averaged(
+        {
+            "of": job.snapshots.by,
+            "snapshots": [{"step": s["step"], "epoch": s["epoch"], "score": s["score"]} for s in snapshots],
+            "val": val,
+            "checkpoint": str(path),
+        }
+    )
+    if job.trainer.is_global_zero:
+        log.info("average of the %s %d snapshots: validation %s", job.snapshots.by, len(snapshots), val)
+    return str(path)
 
 
 # ----------------------------------------------------------------------------------------------- record
@@ -249,7 +287,7 @@ def quiet_lightning() -> None:
 
 
 # TrainerConfig fields that are zoo's own; every other field is passed to lightning.Trainer as it is.
-ZOO_TRAINER_FIELDS = ("patience", "cpu_threads", "checkpoint_every_minutes")
+ZOO_TRAINER_FIELDS = ("patience", "cpu_threads", "checkpoint_every_minutes", "average_last", "average_best")
 
 
 def lightning_options(trainer_cfg: DictConfig) -> dict:

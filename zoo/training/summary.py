@@ -121,6 +121,11 @@ def print_result(summary: dict, run_dir: Path) -> None:
         (f"test {name}" + (" (monitored)" if name == summary["monitor"] else ""), f"{entry['score']:.2f}")
         for name, entry in summary["test"].items()
     ]
+    average = summary.get("average")
+    if average:  # did averaging help? The validation scores side by side
+        monitor = summary["monitor"]
+        label = f"val {monitor}: best / average of {len(average['snapshots'])} {average['of']}"
+        rows.append((label, f"{summary['best_val']:.2f} / {average['val'][monitor]:.2f}"))
     if not summary["tested"]:
         best = summary["best_val"]
         rows += [

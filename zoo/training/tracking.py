@@ -71,6 +71,8 @@ def final_metrics(summary: dict) -> dict[str, float]:
     """The numbers a comparison sorts by: test scores, the best validation score, costs and latency."""
     metrics = {f"test/{name}": entry["score"] for name, entry in summary.get("test", {}).items()}
     metrics[f"best_val/{summary.get('monitor')}"] = summary.get("best_val")
+    if summary.get("average"):  # the averaged checkpoint's validation (trainer.average_last/average_best)
+        metrics[f"average_val/{summary.get('monitor')}"] = summary["average"]["val"].get(summary.get("monitor"))
     metrics.update({f"parameters/{kind}": count for kind, count in summary.get("parameters", {}).items()})
     metrics.update({f"latency_ms/{strategy}": ms for strategy, ms in (summary.get("latency_ms") or {}).items()})
     for key in ("train_seconds", "train_tokens", "tokens_per_second", "peak_memory_mb", "epochs", "steps"):
