@@ -26,6 +26,7 @@ CAPTION_TINY = [
     "trainer.max_epochs=1",
     "trainer.enable_progress_bar=false",
     "samples=2",
+    "latency_items=2",
 ]
 
 

@@ -30,10 +30,13 @@ def wait_for_validation(sweep_root: Path, deadline: float) -> Path:
     while time.time() < deadline:
         for record in sweep_root.glob("*/*/0/summary.json"):
             try:
-                if json.loads(record.read_text())["validations"]:
-                    return record.parent
-            except (OSError, ValueError, KeyError):
-                pass
+                summary = json.loads(record.read_text())
+            except (OSError, ValueError):
+                continue
+            if summary.get("validations"):
+                return record.parent
+            if summary.get("status") == "failed":  # say why now, not after the deadline
+                raise AssertionError(f"job 0 failed before validating: {summary.get('reason')}")
         time.sleep(0.05)
     raise AssertionError("the job never validated")
 

@@ -34,9 +34,9 @@ FEW_BATCHES = [
     "trainer.limit_test_batches=1",
     "trainer.enable_progress_bar=false",
     "samples=2",
+    "latency_items=2",  # every run times greedy and beam decoding of each of these test items alone
 ]
-# Tiny data, by dataset: a preset that picks a dataset not named here must say how to shrink it. Few test
-# items: every run times greedy and beam decoding of each test item alone (summary.json's latency_ms).
+# Tiny data, by dataset: a preset that picks a dataset not named here must say how to shrink it.
 SMALL_DATA = {
     "synthetic": ["dataset.train_size=64", "dataset.val_size=4", "dataset.test_size=2"],
     "scenes": ["dataset.train_size=32", "dataset.val_size=4", "dataset.test_size=2"],

@@ -225,15 +225,22 @@ def sample(
     top_p: float = 1.0,
     max_len: int | torch.Tensor,
     generator: torch.Generator | None = None,
+    count: int = 1,
 ) -> list[list[int]]:
     """Draw every token from the model's distribution divided by ``temperature``,
     after top-k and then nucleus (top-p) filtering (:func:`filter_logits`; Holtzman et al., 2020).
 
     ``top_k=1`` is greedy search. Pass a seeded ``generator`` (on the model's device)
-    for reproducible samples.
+    for reproducible samples. ``count`` draws that many outputs per source, encoded once:
+    source ``b``'s are results ``b * count`` to ``b * count + count - 1``.
     """
+    if count < 1:
+        raise DecodingError(f"count must be >= 1 (outputs per source), got {count}")
     enc = model.encode(source)
     limits = _limits(max_len, enc.memory.size(0), enc.memory.device)
+    if count > 1:
+        rows = torch.arange(enc.memory.size(0), device=enc.memory.device).repeat_interleave(count)
+        enc, limits = enc.index_select(rows), limits.index_select(0, rows)
     return _sample(model, enc, limits, temperature, top_k, top_p, generator)
 
 

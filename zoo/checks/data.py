@@ -130,6 +130,9 @@ def check_metric(name: str, tmp: Path) -> None:
     expect((better > worse) if metric.higher_is_better else (better < worse), "a perfect output does not score better")
     per_item = metric.item_scores(perfect, references)
     expect(per_item is None or len(per_item) == len(references), "item_scores() must give one score per item")
+    if type(metric).scores_items():  # it can reward self-critical training: its reward scores item by item too
+        rewarded = metric.reward(iter(references))(perfect, references)
+        expect(len(rewarded) == len(references), "reward(train references) must score one item at a time")
     expect(metric.signature() is None or isinstance(metric.signature(), str), "signature() must be text or None")
     second = ["a dog is running in the park"]
     with_match, without = metric.corpus_score(second, references[1:]), metric.corpus_score(second, [references[1][:1]])

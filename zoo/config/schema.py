@@ -21,7 +21,15 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from zoo.config.checks import Choice, ConfigError
 from zoo.config.overrides import fields_shown
-from zoo.config.sections import DataConfig, DecodeConfig, LoggerConfig, ModelConfig, OptimConfig, TrainerConfig
+from zoo.config.sections import (
+    DataConfig,
+    DecodeConfig,
+    LoggerConfig,
+    ModelConfig,
+    OptimConfig,
+    ScstConfig,
+    TrainerConfig,
+)
 from zoo.config.suggest import close_matches, with_hint
 from zoo.registry.entries import PRESETS_CONFIG, get
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
@@ -72,6 +80,8 @@ ZooConfig = dataclasses.make_dataclass(
         ("seed", int, field(default=1234)),
         ("plugin_dirs", list[str], field(default_factory=list)),
         ("samples", int, field(default=10)),  # sample outputs written to the run directory
+        # test items decoded one at a time, greedy and beam, to time them (summary.json's latency_ms); 0: not timed
+        ("latency_items", int, field(default=32)),
         (
             "metrics",
             list[Any] | None,
@@ -90,11 +100,15 @@ ZooConfig = dataclasses.make_dataclass(
         # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
         ("test", bool, field(default=True)),
         ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
+        # A run directory (the weights its test scored) or a .ckpt file of the same task, data and network: the run
+        # starts from its weights (zoo.training.initial); a resumed run continues from its own last.ckpt instead.
+        ("init_from", str | None, field(default=None)),
         ("data", DataConfig, field(default_factory=DataConfig)),
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("optim", OptimConfig, field(default_factory=OptimConfig)),
         ("trainer", TrainerConfig, field(default_factory=TrainerConfig)),
         ("decode", DecodeConfig, field(default_factory=DecodeConfig)),
+        ("scst", ScstConfig, field(default_factory=ScstConfig)),
         ("logger", LoggerConfig, field(default_factory=LoggerConfig)),
     ],
 )
@@ -103,7 +117,7 @@ ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optiona
 
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
 
-#: The plain sections (data, model, optim, trainer, decode, logger) and their dataclasses.
+#: The plain sections (data, model, optim, trainer, decode, scst, logger) and their dataclasses.
 PLAIN_SECTIONS: dict[str, type] = {
     f.name: f.type for f in dataclasses.fields(ZooConfig) if dataclasses.is_dataclass(f.type)
 }

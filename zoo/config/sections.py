@@ -1,4 +1,4 @@
-"""The typed sections of the config that are not plugins: data, model, optim, trainer, decode, logger.
+"""The typed sections of the config that are not plugins: data, model, optim, trainer, decode, scst, logger.
 
 Each ``__post_init__`` checks its ranges (:mod:`zoo.config.checks`); OmegaConf does not
 call it while composing, :func:`zoo.config.validate.validate` does before a run starts.
@@ -12,6 +12,7 @@ from typing import Any
 from zoo.config.checks import Choice, ConfigError, at_least, fraction, in_unit_interval, one_of, positive
 from zoo.decoding import LengthPenalty, Strategy
 from zoo.training.schedule import Schedule
+from zoo.training.scst import Baseline, reward_metric
 
 
 @dataclass
@@ -139,6 +140,31 @@ class DecodeConfig:
         positive(self, "temperature", "for deterministic output use strategy=greedy")
         at_least(self, "top_k", 0, "0 keeps every token")
         fraction(self, "top_p", "1 keeps every token")
+
+
+@dataclass
+class ScstConfig:
+    """Self-critical sequence training (Rennie et al., 2017; zoo.training.scst): train on the model's own sampled
+    outputs, each rewarded by a sequence metric against a baseline, instead of on the references' tokens. Starts
+    best from a cross-entropy-trained model (``init_from``). Validation and test decode as without it."""
+
+    enabled: bool = False  # true: the SCST objective replaces token-level cross-entropy
+    samples: int = 5  # outputs sampled per item of a training batch (k)
+    baseline: Baseline = Baseline.greedy  # greedy: the greedy output's reward | mean: the other k-1 samples' mean
+    metric: str | None = None  # the metric plugin whose per-item score is the reward; null: the monitored metric
+
+    def __post_init__(self) -> None:
+        at_least(self, "samples", 1)
+        one_of(self, "baseline", Baseline)
+        if self.baseline is Baseline.mean and self.samples < 2:
+            raise ConfigError(
+                f"samples={self.samples} with baseline=mean: the mean of an item's other samples needs 2 samples or "
+                "more; raise scst.samples or use scst.baseline=greedy"
+            )
+
+    def check_composed(self, cfg: Any) -> None:
+        if self.enabled:
+            reward_metric(cfg)  # a metric that is unknown, cannot run here or has no per-item scores is refused
 
 
 class WandbMode(Choice):

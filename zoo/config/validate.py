@@ -22,11 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError, at_least, between
-from zoo.config.schema import ZooConfig, check_keys
+from zoo.config.schema import ResumeMode, ZooConfig, check_keys
 from zoo.data.datamodule import build_task
 from zoo.errors import ZooError
 from zoo.registry import GROUP_KINDS, get
 from zoo.training.evaluation import MetricSuite
+from zoo.training.initial import read_initial
+from zoo.training.resume import resume_mode
 
 #: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
 PLAIN_SECTIONS: dict[str, type] = {
@@ -57,9 +59,12 @@ def validate(cfg: DictConfig) -> None:
         _check_composed(section, config, cfg)
     refuse_fp16_on_cpu(cfg.trainer)
     at_least(cfg, "samples", 0)
+    at_least(cfg, "latency_items", 0, "0 does not time decoding")
     between(cfg, "seed", 0, 2**32 - 1)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
     build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
+    if cfg.init_from and resume_mode(cfg) is ResumeMode.never:  # a job that may resume checks it once it starts
+        read_initial(cfg)  # a missing, damaged or other model's checkpoint is refused before any data loads
     probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
     check_tracker_packages(cfg.logger)
 

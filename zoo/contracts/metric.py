@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+#: A per-item scorer: ``(hypotheses, references per item) -> one score per item`` (:meth:`Metric.reward`).
+Reward = Callable[[Sequence[str], Sequence[Sequence[str]]], list[float]]
 
 
 class Metric:
@@ -37,6 +40,23 @@ class Metric:
     def item_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float] | None:
         """One score per item (for significance tests over items), or None when the metric has no per-item form."""
         return None
+
+    @classmethod
+    def scores_items(cls) -> bool:
+        """Whether the metric has per-item scores (it overrides :meth:`item_scores`): only such a metric can reward
+        one sampled output at a time (self-critical training, ``scst.metric``)."""
+        return cls.item_scores is not Metric.item_scores
+
+    def reward(self, train_references: Iterable[Sequence[str]]) -> Reward:
+        """The per-item score self-critical training maximises, fixed for a whole run: ``reward(hypotheses,
+        references)`` gives one float per item, in the metric's own scale.
+
+        ``train_references`` holds every training item's references, read only when iterated. A metric whose item
+        scores depend on the corpus scored (CIDEr-D's document frequencies) fixes that part on them, so a sample's
+        reward depends on it and its own references alone, not on the batch it was drawn in. The default is
+        :meth:`item_scores`, which for most metrics depends on nothing else.
+        """
+        return self.item_scores
 
     def sacrebleu_metric(self) -> Any | None:
         """A fresh ``sacrebleu.metrics`` object computing the same score, for sacrebleu's paired significance

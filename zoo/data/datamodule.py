@@ -24,6 +24,7 @@ from torch.utils.data import Dataset as TorchDataset
 from zoo.contracts import SPLITS, Item, Task
 from zoo.data.collate import Collate
 from zoo.data.prepare import PreparedData, preparable, prepared_data, read_splits, trained_references
+from zoo.data.references import TrainingReferences
 from zoo.data.sampling import DataError, LengthBucketSampler, TokenBudgetBatchSampler
 from zoo.registry import build, get
 
@@ -101,6 +102,7 @@ class ZooDataModule(L.LightningDataModule):
         self.prepared: PreparedData | None = None  # the prepared files the splits are read from
         self._samplers: dict[str, LengthBucketSampler] = {}
         self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
+        self._training_references: TrainingReferences | None = None
 
     # ------------------------------------------------------------------ resuming
     def state_dict(self) -> dict:
@@ -158,6 +160,17 @@ class ZooDataModule(L.LightningDataModule):
         log.info("source: %s; target vocabulary: %d", self.task.source_description(), self.task.target_vocab_size)
         for split in SPLITS:
             self.encoded[split] = self._select(split, *self._encoded(split))
+
+    def training_references(self) -> TrainingReferences:
+        """Every training item's references by item index (``batch["index"]``), decoded from its target rows, so
+        prepared and in-memory data give the same (:mod:`zoo.data.references`)."""
+        if self._training_references is None:
+            self.setup()
+            train = self.encoded["train"]
+            self._training_references = TrainingReferences(
+                train.targets, train.target_item, len(train.sources), self.task
+            )
+        return self._training_references
 
     def _encoded(self, split: str) -> tuple[Sequence, Sequence, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A split's sources (one per item), targets (:func:`~zoo.data.prepare.trained_references`), each

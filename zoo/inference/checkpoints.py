@@ -73,13 +73,14 @@ def checkpoint_file(run_dir: Path, checkpoint: str | Path = "tested") -> Path:
 USE_ANOTHER = "use another checkpoint (--checkpoint last) or retrain"
 
 
-def read_checkpoint(ckpt: Path, advice: str = USE_ANOTHER) -> dict[str, Any]:
+def read_checkpoint(ckpt: Path, advice: str = USE_ANOTHER, mmap: bool = False) -> dict[str, Any]:
     """The contents of a zoo checkpoint (tensors only: nothing in it is run); one line ending in ``advice`` when it
-    cannot be read, one naming what it lacks when it is not a zoo checkpoint."""
+    cannot be read, one naming what it lacks when it is not a zoo checkpoint. ``mmap`` maps the tensors instead of
+    reading them: a check of the stored config then reads little more than the config."""
     if ckpt.stat().st_size == 0:
         raise RunLoadError(f"checkpoint {ckpt} is empty (0 bytes): its writing was cut off; {advice}")
     try:
-        checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as error:
         reason = first_line(error)[:120]  # some errors (EOFError) have no text
         raise RunLoadError(
@@ -123,12 +124,9 @@ def check_belongs(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: di
 def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
     """Why weights trained with ``stored`` (a checkpoint's hyperparameters) cannot serve a run with config ``cfg``
     and the codecs of ``task``, or None when they can."""
-    theirs, ours = stored["cfg"]["task"]["name"], cfg["task"]["name"]
-    if theirs != ours:
-        return f"it was trained for {theirs}, the run does {ours}"
-    differences = _differences(_meaning(stored["cfg"]), _meaning(cfg))
-    if differences:
-        return f"it was trained with another task, data or network: {differences}"
+    why = config_mismatch(stored["cfg"], cfg)
+    if why is not None:
+        return why
     sizes = _differences(
         _sizes(stored["source"], stored["target_vocab_size"]),
         _sizes(dataclasses.asdict(task.source_description()), task.target_vocab_size),
@@ -138,6 +136,18 @@ def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
             f"its ids mean other tokens than the run's tokenizers/ give ({sizes}): it comes from a run on other "
             "data, or the run's tokenizers/ were replaced"
         )
+    return None
+
+
+def config_mismatch(stored_cfg: dict, cfg: dict) -> str | None:
+    """Why weights trained with the config ``stored_cfg`` cannot serve a run with config ``cfg`` (its task, data or
+    network differ), or None when the configs agree; the vocabulary sizes are :func:`mismatch`'s to compare."""
+    theirs, ours = stored_cfg["task"]["name"], cfg["task"]["name"]
+    if theirs != ours:
+        return f"it was trained for {theirs}, the run does {ours}"
+    differences = _differences(_meaning(stored_cfg), _meaning(cfg))
+    if differences:
+        return f"it was trained with another task, data or network: {differences}"
     return None
 
 

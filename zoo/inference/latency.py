@@ -12,13 +12,12 @@ import torch
 from zoo.contracts import Item, Task
 from zoo.decoding import generate
 
-#: Items timed per strategy: enough for a stable median on a CPU, few enough to cost seconds.
-LATENCY_ITEMS = 32
-
 
 @torch.no_grad()
 def latency_ms(model: Any, task: Task, items: Sequence[Item], decode_cfg: Any, strategy: str) -> float | None:
-    """Median wall milliseconds to encode and decode one item alone (batch of one) with ``strategy``.
+    """Median wall milliseconds to encode and decode one item alone (batch of one) with ``strategy``, over
+    ``items`` (a run times its first ``latency_items`` test items: 32 by default, enough for a stable median on a
+    CPU, few enough to cost seconds); None without items.
 
     One item at a time because that is what an interactive user waits for; the
     median, because a shared machine gives the odd slow call. The model is put in
@@ -32,7 +31,7 @@ def latency_ms(model: Any, task: Task, items: Sequence[Item], decode_cfg: Any, s
     device = next(model.parameters()).device
     timings = []
     try:
-        for item in items[:LATENCY_ITEMS]:
+        for item in items:
             started = time.perf_counter()
             batch = task.collate_sources(task.encode_sources([item.source])).to(device)
             generate(model, batch, decode, max_len=task.output_limit(batch))

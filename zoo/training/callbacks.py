@@ -45,7 +45,8 @@ class Throughput(Callback):
 
 class TrainingCurves(Callback):
     """The training loss, learning rate and gradient norm of every ``every_n_steps``-th optimiser step, to every
-    logger (``metrics.csv`` and the trackers), under the names :mod:`zoo.training.layout` declares.
+    logger (``metrics.csv`` and the trackers), under the names :mod:`zoo.training.layout` declares, with any other
+    value the step returns beside its loss under its own name (self-critical training's reward and baseline).
 
     The step of index ``i`` (``trainer.global_step`` before its update: the ``step`` Lightning gives a row) is
     logged when ``i`` is a multiple of ``every_n_steps``, so the first step always is, even in a run of a few
@@ -73,8 +74,10 @@ class TrainingCurves(Callback):
         if self._pending is None:
             return
         (step, values), self._pending = self._pending, None
-        loss = trainer.strategy.reduce(outputs["loss"].detach(), reduce_op="mean")
-        metrics = {TRAIN_LOSS: float(loss), **values, "epoch": trainer.current_epoch}
+        reduced = {
+            name: float(trainer.strategy.reduce(value.detach(), reduce_op="mean")) for name, value in outputs.items()
+        }
+        metrics = {TRAIN_LOSS: reduced.pop("loss"), **reduced, **values, "epoch": trainer.current_epoch}
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=step)
             logger.save()  # on disk at once, as Lightning's own rows: a dashboard reads metrics.csv as it grows

@@ -23,6 +23,17 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def chosen_metrics(cfg: Any) -> list[dict]:
+    """The metrics ``metrics`` names (the task's defaults when null), each as a mapping with its name and options."""
+    listed = cfg.get("metrics") or get("task", cfg["task"]["name"]).cls.default_metrics
+    return [{"name": m} if isinstance(m, str) else dict(m) for m in listed]
+
+
+def monitored(cfg: Any) -> str:
+    """The metric that picks checkpoints: ``monitor``, else the task's."""
+    return cfg.get("monitor") or get("task", cfg["task"]["name"]).cls.default_monitor
+
+
 class MetricSuite:
     """Builds the run's metric plugins and scores hypotheses with all of them.
 
@@ -38,9 +49,8 @@ class MetricSuite:
     """
 
     def __init__(self, cfg: Any) -> None:
-        task = get("task", cfg["task"]["name"]).cls
-        chosen = [{"name": m} if isinstance(m, str) else dict(m) for m in cfg.get("metrics") or task.default_metrics]
-        self.monitor: str = cfg.get("monitor") or task.default_monitor
+        chosen = chosen_metrics(cfg)
+        self.monitor: str = monitored(cfg)
         if self.monitor not in [m.get("name") for m in chosen]:
             chosen.append({"name": self.monitor})
         unknown = [str(m.get("name")) for m in chosen if m.get("name") not in names("metric")]

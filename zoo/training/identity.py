@@ -27,6 +27,7 @@ RECORDING_SETTINGS = (
     "plugin_dirs",
     "paths",
     "samples",
+    "latency_items",
     "logger",
     "data.num_workers",
     "data.prepare",

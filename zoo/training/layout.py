@@ -32,6 +32,8 @@ METRICS_FILE = "metrics.csv"
 #: Its training columns (zoo.training.callbacks.TrainingCurves), on the rows whose ``step`` is a multiple of
 #: ``trainer.log_every_n_steps``: that step's batch loss, its learning rate, its gradients' L2 norm before clipping.
 TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM = "train/loss", "train/lr", "train/grad_norm"
+#: With self-critical training (``scst.enabled``), also the mean reward of the step's samples and of their baseline.
+TRAIN_REWARD, TRAIN_BASELINE = "train/reward", "train/baseline"
 #: Versions and the origin of every component (zoo.training.provenance).
 PROVENANCE_FILE = "provenance.json"
 #: Copies of the plugin folders' sources: ``plugins/<folder name>/<file>.py``.

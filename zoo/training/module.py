@@ -17,8 +17,9 @@ from zoo.decoding import generate
 from zoo.errors import ZooError
 from zoo.model import Seq2Seq
 from zoo.training.evaluation import MetricSuite
-from zoo.training.layout import TRAIN_LOSS
+from zoo.training.layout import TRAIN_BASELINE, TRAIN_LOSS, TRAIN_REWARD
 from zoo.training.schedule import warmup_then_decay
+from zoo.training.scst import Scst
 
 
 class DivergenceError(ZooError):
@@ -74,7 +75,8 @@ def likely_causes(cfg: dict, lr_now: float | None) -> str:
 
 
 class ZooModule(L.LightningModule):
-    """Trains a :class:`~zoo.model.Seq2Seq` with label-smoothed cross-entropy and scores it with the run's metrics.
+    """Trains a :class:`~zoo.model.Seq2Seq` with label-smoothed cross-entropy (or, with ``scst.enabled``, self-critical
+    sequence training: :mod:`zoo.training.scst`) and scores it with the run's metrics.
 
     ``cfg`` is the whole composed config as a plain dict, ``source`` the task's
     :class:`~zoo.contracts.SourceDescription` as a dict and ``target_vocab_size``
@@ -98,13 +100,16 @@ class ZooModule(L.LightningModule):
         self.target_vocab_size = target_vocab_size
         self.divergence_limit = DIVERGENCE_FACTOR * math.log(target_vocab_size)  # chance level, ln V, times the factor
         self._latest_batch: dict | None = None  # the latest training batch, checked again before a checkpoint
+        self.scst = Scst(cfg) if (cfg.get("scst") or {}).get("enabled") else None  # older runs have no scst section
 
     # ------------------------------------------------------------------ training
     def _loss(self, batch: dict) -> torch.Tensor:
         logits = self.model(batch["source"], batch["target_in"]).logits
         return self.loss_fn(logits.reshape(-1, logits.size(-1)), batch["target_out"].reshape(-1))
 
-    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor | dict:
+        if self.scst is not None:
+            return self._scst_step(batch)
         loss = self._loss(batch)
         # Every step, before backward: a NaN or a divergence never reaches the weights, and the run stops
         # at the step it happens.
@@ -116,8 +121,27 @@ class ZooModule(L.LightningModule):
         self.log(TRAIN_LOSS, loss, prog_bar=True, logger=False, batch_size=batch["source"].size(0))
         return loss
 
-    def _check_training_loss(self, loss: torch.Tensor, when: str, consequence: str) -> None:
-        """Raise a :class:`DivergenceError` unless ``loss`` is finite and at most :attr:`divergence_limit`.
+    def _scst_step(self, batch: dict) -> dict:
+        """Self-critical training's step. Its loss is no cross-entropy (negative where samples beat their baseline),
+        so the divergence check reads the samples' mean token loss, which for outputs the model drew itself sits near
+        its entropy, at most chance level, unless the model has diverged."""
+        data = self.trainer.datamodule
+        step = self.scst.step(self.model, batch, data.task, data.training_references())
+        self._check_training_loss(
+            step.token_loss,
+            f"at step {self.trainer.global_step}",
+            "stopped before this step updated the weights",
+            what="the sampled outputs' token loss",
+        )
+        self._latest_batch = batch
+        self.log(TRAIN_LOSS, step.loss, prog_bar=True, logger=False, batch_size=step.items)
+        self.log(TRAIN_REWARD, step.reward, prog_bar=True, logger=False, batch_size=step.items)
+        return {"loss": step.loss, TRAIN_REWARD: step.reward, TRAIN_BASELINE: step.baseline}
+
+    def _check_training_loss(
+        self, loss: torch.Tensor, when: str, consequence: str, what: str = "training loss"
+    ) -> None:
+        """Raise a :class:`DivergenceError` unless ``loss`` (``what``) is finite and at most :attr:`divergence_limit`.
 
         On a GPU this waits for the forward pass (one sync); under DDP the processes agree (one scalar
         all-reduce), so all of them stop together instead of one waiting for the others.
@@ -131,13 +155,13 @@ class ZooModule(L.LightningModule):
             f"{likely_causes(self.cfg, self._lr())}"
         )
         if not math.isfinite(value):
-            raise NonFiniteLossError(f"training loss is {value} {then}")
+            raise NonFiniteLossError(f"{what} is {value} {then}")
         if value > self.divergence_limit:
             raise LossDivergedError(
-                f"training loss is {value:.4g}, over {DIVERGENCE_FACTOR}x chance level ({self.divergence_limit:.4g}: "
+                f"{what} is {value:.4g}, over {DIVERGENCE_FACTOR}x chance level ({self.divergence_limit:.4g}: "
                 f"{DIVERGENCE_FACTOR} x ln of {self.target_vocab_size} target tokens), so training diverged {then}"
             )
-        raise DivergenceError(f"training loss is non-finite or diverged on another process ({value:.4g} here) {then}")
+        raise DivergenceError(f"{what} is non-finite or diverged on another process ({value:.4g} here) {then}")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Refuse to write a checkpoint from bad weights over a good one.

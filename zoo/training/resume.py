@@ -9,6 +9,7 @@ must compute what it did: its config may differ from the saved one only in :data
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from zoo.config.files import load_yaml
 from zoo.config.overrides import override_key
 from zoo.config.schema import ResumeMode
+from zoo.config.sections import ScstConfig
 from zoo.errors import ZooError
 from zoo.training.identity import RECORDING_SETTINGS, flat
 from zoo.training.layout import CONFIG_FILE, LAST_CHECKPOINT, LOCK_FILE, OVERRIDES_FILE, SUMMARY_FILE
@@ -43,7 +45,13 @@ RESUME_MAY_CHANGE = (
 )
 #: Settings added after runs were first recorded, with the value every run made before them had: a run that
 #: predates a setting resumes when the setting keeps that value.
-ADDED_SETTINGS = {"trainer.num_nodes": 1, "trainer.average_last": 0, "trainer.average_best": 0}
+ADDED_SETTINGS = {
+    "trainer.num_nodes": 1,
+    "trainer.average_last": 0,
+    "trainer.average_best": 0,
+    "init_from": None,
+    **{f"scst.{setting.name}": setting.default for setting in dataclasses.fields(ScstConfig)},
+}
 
 
 class ResumeRefused(ZooError):

@@ -4,7 +4,8 @@
    already in its claimed directory (:func:`zoo.training.resume.plan_resume`). Nothing is written yet.
 2. build: read the data (bad data is refused here, the directory still untouched), lock the directory, start the
    record (``summary.json`` says ``running``: from here on the directory holds a run), write the run's files
-   (:func:`zoo.training.provenance.write_run_files`), then the model, callbacks, loggers and the Trainer.
+   (:func:`zoo.training.provenance.write_run_files`), then the model (from ``init_from``'s weights where a run
+   starts: :mod:`zoo.training.initial`), callbacks, loggers and the Trainer.
 3. fit: train, from ``last.ckpt`` when resuming; record what training measured.
 4. test: with checkpoint averaging (``trainer.average_last``/``average_best``), average the kept snapshots and
    validate the average; score it, else the best checkpoint, on the test split (unless ``test=false``).
@@ -31,12 +32,14 @@ from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.config.schema import ResumeMode
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.training.averaging import average_checkpoints, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
+from zoo.training.initial import read_initial, start_from
 from zoo.training.interruptions import Interruptions
 from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
 from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
@@ -70,7 +73,7 @@ def train(cfg: DictConfig) -> dict:
             print(f"zoo: {run_dir} finished already; skipped (resume_mode=auto)", file=sys.stderr)
             return json.loads((run_dir / SUMMARY_FILE).read_text())
         resume, metrics = prepare(cfg, claim)
-        data = read_data(cfg, claim)
+        data = read_data(cfg, claim, resume)
         record = start_record(cfg, claim, resume, metrics)
         with one_wandb_run_per_job(), record.recording():  # each job's W&B run ends with the job, in a sweep too
             if writes:
@@ -90,20 +93,26 @@ def train(cfg: DictConfig) -> dict:
 
 def prepare(cfg: DictConfig, claim: Claim) -> tuple[Resume, MetricSuite]:
     """Check the config and resolve the resume; only reads (a run stopped before its first checkpoint is emptied,
-    under the lock, to start again)."""
+    under the lock, to start again). A job that may have resumed checks ``init_from`` once it knows it starts."""
     validate(cfg)
     metrics = MetricSuite(cfg)
-    return plan_resume(cfg, claim), metrics
+    resume = plan_resume(cfg, claim)
+    if cfg.init_from and not resume.resuming and resume_mode(cfg) is not ResumeMode.never:
+        read_initial(cfg)
+    return resume, metrics
 
 
 # ------------------------------------------------------------------------------------------------ build
 
 
-def read_data(cfg: DictConfig, claim: Claim) -> ZooDataModule:
-    """Read the splits and fit the codecs in memory, then lock the directory: data refused here, like a config
-    refused before, has changed nothing in it. Seeds and threads are set for the whole job."""
+def read_data(cfg: DictConfig, claim: Claim, resume: Resume) -> ZooDataModule:
+    """Read the splits and fit the codecs in memory, then lock the directory: data refused here (or weights to start
+    from whose vocabulary is not the codecs'), like a config refused before, has changed nothing in it. Seeds and
+    threads are set for the whole job."""
     data = ZooDataModule(cfg, claim.run_dir)
     data.read()
+    if cfg.init_from and not resume.resuming:
+        read_initial(cfg, data.task)
     claim.acquire()
     quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -145,6 +154,13 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
     data.setup()
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
+    if cfg.init_from and not resume.resuming:
+        start_from(module, container, data.task)
+    elif cfg.scst.enabled and not resume.resuming:
+        log.warning(
+            "scst.enabled without init_from: self-critical training starts from random weights, whose "
+            "samples earn almost no reward; pass init_from=RUN (a run trained with cross-entropy)"
+        )
 
     monitor, mode = f"val/{module.metrics.monitor}", module.metrics.mode
     # best.ckpt by the monitored metric; last.ckpt, always the latest state, is LastCheckpoint's (listed after it:

@@ -49,7 +49,7 @@ def training_summary(module: Any, trainer: Any, checkpoint: Any, throughput: Any
 def test_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any) -> dict:
     """What the test measured. ``test`` holds every metric's score with its direction and signature (empty, and
     ``tested`` false, when ``test=false`` kept the test split unseen); ``latency_ms`` the median milliseconds to
-    decode one test item alone, greedy and beam."""
+    decode one test item alone, greedy and beam, over the first ``latency_items`` (None for 0)."""
     suite = module.metrics
     test = module.results.get("test")
     # Lightning hands the model back on the CPU after testing: latency is measured, and the
@@ -57,7 +57,7 @@ def test_summary(cfg: DictConfig, module: Any, task: Any, trainer: Any) -> dict:
     device = trainer.strategy.root_device
     module.model.to(device)
     described = suite.describe() if test else {}  # a signature is known once a metric has scored (sacrebleu's nrefs)
-    items = test["items"] if test else []
+    items = test["items"][: cfg.latency_items] if test else []
     return {
         "tested": bool(cfg.test),
         "test": {name: {"score": score, **described[name]} for name, score in test["scores"].items()} if test else {},

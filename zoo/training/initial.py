@@ -1,0 +1,85 @@
+"""``init_from``: the weights a run starts from, taken from another run (self-critical training starts from a
+cross-entropy-trained model).
+
+It names a run directory (the weights its test scored: ``average.ckpt`` where it averaged, else ``best.ckpt``) or
+a checkpoint file. The checkpoint must hold the same model: the same task, data and network settings
+(:func:`zoo.inference.checkpoints.config_mismatch`), checked with the config, before any data loads, and the same
+vocabulary sizes, checked once the run's codecs are known, before the run directory is locked. Only the weights are
+taken: the optimiser, the schedule and the step count start afresh. A resumed run continues from its own
+``last.ckpt`` and never reads ``init_from`` again, so it is checked only where a job starts a run.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import to_absolute_path
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.config.checks import ConfigError
+from zoo.contracts import Task
+from zoo.errors import ZooError
+from zoo.inference.checkpoints import checkpoint_file, config_mismatch, mismatch, read_checkpoint
+
+log = logging.getLogger(__name__)
+
+#: What to do about an ``init_from`` checkpoint that cannot be read.
+READ_ADVICE = "give a run directory or a .ckpt file that `zoo train` wrote"
+
+
+def initial_checkpoint(init_from: str) -> Path:
+    """The checkpoint file ``init_from`` names: a file, or the weights a run directory's test scored."""
+    path = Path(to_absolute_path(init_from))
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise ConfigError(
+            f"init_from={init_from}: there is no such run directory or checkpoint file; give the folder `zoo train` "
+            "printed for a finished run, or a .ckpt file"
+        )
+    try:
+        return checkpoint_file(path)
+    except ZooError as error:
+        raise ConfigError(f"init_from={init_from}: {error}") from None
+
+
+def read_initial(cfg: Any, task: Task | None = None) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint ``init_from`` names and its contents, its tensors mapped (not read); refused in one line when
+    it is missing, damaged, not zoo's, of another task, data or network than ``cfg`` or, given the run's ``task``
+    (its codecs), of other vocabulary sizes."""
+    ckpt = initial_checkpoint(cfg["init_from"])
+    try:
+        checkpoint = read_checkpoint(ckpt, READ_ADVICE, mmap=True)
+    except ZooError as error:
+        raise ConfigError(f"init_from={cfg['init_from']}: {error}") from None
+    stored, plain = checkpoint["hyper_parameters"], _plain(cfg)
+    _refuse(cfg, ckpt, config_mismatch(stored["cfg"], plain) if task is None else mismatch(stored, plain, task))
+    return ckpt, checkpoint
+
+
+def start_from(module: Any, cfg: Any, task: Task) -> Path:
+    """Load the weights ``init_from`` names into ``module`` (a :class:`~zoo.training.module.ZooModule` built for
+    ``cfg`` and the codecs of ``task``); the checkpoint's path."""
+    ckpt, checkpoint = read_initial(cfg, task)
+    try:
+        module.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as error:  # weights of other names or shapes than the same config builds: another zoo
+        _refuse(cfg, ckpt, f"its weights do not load ({' '.join(str(error).split())[:160]})")
+    log.info("starting from the weights of %s (init_from)", ckpt)
+    return ckpt
+
+
+def _refuse(cfg: Any, ckpt: Path, why: str | None) -> None:
+    if why is None:
+        return
+    given = cfg["init_from"]
+    named = given if Path(to_absolute_path(given)) == ckpt else f"{given} ({ckpt})"  # a run directory: its file
+    raise ConfigError(
+        f"init_from={named} does not fit this run: {why}; start from a run of the same task, data and network"
+    )
+
+
+def _plain(cfg: Any) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else cfg
