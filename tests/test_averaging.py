@@ -16,7 +16,7 @@ import pytest
 import torch
 from conftest import TINY, fork_zoo
 
-from zoo.training.averaging import AveragingError, average_state_dicts
+from zoo.training.averaging import AveragingError, average_state_dicts, validation_prefers_average
 
 
 def run_args(epochs: int = 2) -> list[str]:
@@ -88,6 +88,13 @@ def test_state_dicts_of_different_models_are_refused_naming_the_weight():
 
 
 # --------------------------------------------------------------------------------------- the snapshots kept
+
+
+def test_the_test_scores_the_average_only_where_validation_prefers_it():
+    assert validation_prefers_average(46.4, 63.7, "max") is False  # the default run's average of its last 3
+    assert validation_prefers_average(63.7, 63.7, "max") and validation_prefers_average(64.0, 63.7, "max")
+    assert validation_prefers_average(1.9, 2.0, "min") and not validation_prefers_average(2.1, 2.0, "min")
+    assert validation_prefers_average(10.0, None, "max")  # no best checkpoint to compare with
 
 
 def test_choose_keeps_the_newest_or_the_best_in_the_metrics_direction():
@@ -218,9 +225,13 @@ def test_a_run_keeps_its_last_snapshots_and_tests_their_validated_average(averag
     best = weights(averaged_run / "checkpoints" / "best.ckpt")
     assert any(not torch.equal(best[key], value) for key, value in weights(averaged).items())
 
-    # its validation is recorded beside best_val and nowhere on the curve; the test's outputs are its own
+    # its validation is recorded beside best_val and nowhere on the curve; the test scores the weights validation
+    # prefers, and zoo predict's default (--checkpoint tested) is those
     val, hypotheses = evaluate(averaged_run, averaged)
     assert average["val"] == val and record["best_val"] is not None
+    assert average["tested"] == (val["bleu"] >= record["best_val"])
+    if not average["tested"]:
+        _, hypotheses = evaluate(averaged_run, averaged_run / "checkpoints" / "best.ckpt")
     assert (averaged_run / "test_hypotheses.txt").read_text().splitlines() == hypotheses
     rows = (averaged_run / "metrics.csv").read_text().splitlines()
     column = rows[0].split(",").index("val/loss")
@@ -261,7 +272,9 @@ def test_zoo_average_writes_a_checkpoint_zoo_predict_reads(averaged_run, tmp_pat
     sentence = "the dog sees the cat"
     by_file = fork_zoo("predict", str(averaged_run), "--checkpoint", str(both), sentence, cwd=tmp_path).stdout
     by_default = fork_zoo("predict", str(averaged_run), sentence, cwd=tmp_path).stdout  # the weights it tested
-    assert by_file == by_default and by_file.strip()
+    tested = str(both) if summary(averaged_run)["average"]["tested"] else "best"
+    by_tested = fork_zoo("predict", str(averaged_run), "--checkpoint", tested, sentence, cwd=tmp_path).stdout
+    assert by_default == by_tested and by_file.strip()
     assert not list(tmp_path.glob("*.partial")) and not list(averaged_run.rglob("*.partial"))
 
 

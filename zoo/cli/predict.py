@@ -53,7 +53,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         default="tested",
         metavar="tested|best|last|PATH",
         help="the weights to use: tested (default: those the run's test scored, checkpoints/average.ckpt where it "
-        "averaged checkpoints, else best), best (checkpoints/best.ckpt), last (checkpoints/last.ckpt) or a .ckpt file",
+        "averaged checkpoints and validation preferred the average, else best), best (checkpoints/best.ckpt), "
+        "last (checkpoints/last.ckpt) or a .ckpt file",
     )
     parser.add_argument(
         "--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's, one per core)"

@@ -90,8 +90,8 @@ class TrainerConfig:
     # last one (besides every validation and on SIGTERM/Ctrl-C), so a pre-empted job loses minutes. 0: off.
     checkpoint_every_minutes: float = 10.0
     # Checkpoint averaging (Vaswani et al., 2017): keep the weights of the last N validations under
-    # checkpoints/snapshots/, average them when training ends, validate the average and test it instead of best.ckpt
-    # (written as checkpoints/average.ckpt). 0: off.
+    # checkpoints/snapshots/, average them when training ends (checkpoints/average.ckpt), validate the average and
+    # test it instead of best.ckpt where its validation score is at least best.ckpt's. 0: off.
     average_last: int = 0
     # The same with the N best validations by the monitored metric instead of the last N. 0: off; not with average_last.
     average_best: int = 0

@@ -20,6 +20,7 @@ vocabulary of exactly the old sizes would still pass unseen).
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import torch
 from zoo.contracts import Task
 from zoo.errors import ZooError, first_line
 from zoo.registry.kinds import GROUP_KINDS
-from zoo.training.layout import AVERAGE_CHECKPOINT
+from zoo.training.layout import AVERAGE_CHECKPOINT, SUMMARY_FILE
 
 #: The config sections that decide what a checkpoint's weights mean (see the module docstring).
 MEANING_SECTIONS: tuple[str, ...] = (*(group for kind in GROUP_KINDS for group in kind.groups), "model")
@@ -46,11 +47,12 @@ class RunLoadError(ZooError):
 def checkpoint_file(run_dir: Path, checkpoint: str | Path = "tested") -> Path:
     """The checkpoint file that ``checkpoint`` names for the run in ``run_dir`` (see :meth:`Predictor.from_run`);
     :class:`RunLoadError` when there is none. ``tested`` is the weights the run's test scores: the average of its
-    kept snapshots where it averaged them (``trainer.average_last``/``average_best``), else ``best``."""
+    kept snapshots where it averaged them (``trainer.average_last``/``average_best``) and validation preferred the
+    average, else ``best``."""
     folder = run_dir / "checkpoints"
     if str(checkpoint) == "tested":
         averaged = run_dir / AVERAGE_CHECKPOINT
-        checkpoint = averaged if averaged.is_file() else "best"
+        checkpoint = averaged if averaged.is_file() and _average_tested(run_dir) else "best"
     name = str(checkpoint)
     if name in ("best", "last"):
         ckpt = folder / f"{name}.ckpt"
@@ -67,6 +69,15 @@ def checkpoint_file(run_dir: Path, checkpoint: str | Path = "tested") -> Path:
         return path
     also = f" (nor is {folder / name})" if bare else ""
     raise RunLoadError(f"checkpoint {name} is not a file{also}; give tested, best, last or the path of a .ckpt file")
+
+
+def _average_tested(run_dir: Path) -> bool:
+    """Whether the run's test scored its averaged weights (validation preferred them to ``best.ckpt``)."""
+    try:
+        average = json.loads((run_dir / SUMMARY_FILE).read_text()).get("average")
+    except (OSError, ValueError):
+        return False
+    return bool(average) and average.get("tested", True)  # runs before the choice always tested the average
 
 
 #: What to do about a checkpoint that cannot be read, for a command that uses one (``--checkpoint``).

@@ -117,6 +117,12 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Any]:
     return {**newest, "state_dict": mean.mean(), "averaged_from": sources}
 
 
+def validation_prefers_average(average: float, best: float | None, mode: str) -> bool:
+    """Whether the average's validation score is at least the best checkpoint's in the metric's direction (``mode``:
+    max or min); the test scores the weights this chooses, so the choice is made on validation data alone."""
+    return best is None or (average >= best if mode == "max" else average <= best)
+
+
 def write_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
     """Write ``checkpoint`` to ``path`` through a temporary file and a rename (replacing a file already there)."""
     AtomicCheckpointIO().save_checkpoint(checkpoint, path)

@@ -23,7 +23,7 @@ SNAPSHOTS_DIR = f"{CHECKPOINTS_DIR}/snapshots"
 SNAPSHOT_FILE = "step-{step:08d}.ckpt"
 #: The kept snapshots with their steps and validation scores, oldest first (what ``zoo average RUN`` reads).
 SNAPSHOT_INDEX = f"{SNAPSHOTS_DIR}/index.json"
-#: The mean of the kept snapshots, written when training ends; the test scores it instead of best.ckpt.
+#: The mean of the kept snapshots, written when training ends; the test scores it where validation prefers it.
 AVERAGE_CHECKPOINT = f"{CHECKPOINTS_DIR}/average.ckpt"
 #: Where ``zoo average RUN --last N`` (or ``--best N``) writes unless told (``by``: last or best).
 AVERAGE_OF_FILE = f"{CHECKPOINTS_DIR}/average-{{by}}-{{n}}.ckpt"

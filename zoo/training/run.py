@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.config.schema import ResumeMode
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
-from zoo.training.averaging import average_checkpoints, write_checkpoint
+from zoo.training.averaging import average_checkpoints, validation_prefers_average, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
@@ -225,8 +225,8 @@ def fit(job: Job, resume: Resume) -> None:
 
 
 def test(job: Job) -> None:
-    """Score the best checkpoint, or the average of the kept snapshots, on the test split; ``test=false`` (a
-    search's trial) leaves the split unseen."""
+    """Score the best checkpoint, or the average of the kept snapshots where validation prefers it, on the test
+    split; ``test=false`` (a search's trial) leaves the split unseen."""
     weights = (average(job) if job.snapshots else None) or job.best.best_model_path or None
     job.interruptions.enter("test")
     if job.cfg.test:
@@ -236,7 +236,8 @@ def test(job: Job) -> None:
 
 def average(job: Job) -> str | None:
     """Write the mean of the kept snapshots as ``average.ckpt`` and validate it (recorded beside ``best_val``, off
-    the validation curve); its path, or None when no validation kept a snapshot."""
+    the validation curve); its path when its validation score is at least the best checkpoint's, so the test scores
+    the weights validation chose (an average over weights still changing fast can be far worse), else None."""
     job.interruptions.enter("averaging")
     snapshots = job.snapshots.kept
     if not snapshots:
@@ -251,17 +252,25 @@ def average(job: Job) -> str | None:
             job.module, datamodule=job.data, ckpt_path=str(path), verbose=False, weights_only=True
         )
     val = {key.split("/", 1)[1]: round(float(value), 4) for key, value in scores.items() if key.startswith("val/")}
+    metrics, best = job.module.metrics, job.best.best_model_score
+    chosen = validation_prefers_average(
+        float(scores[f"val/{metrics.monitor}"]), None if best is None else float(best), metrics.mode
+    )
     job.record.averaged(
         {
             "of": job.snapshots.by,
             "snapshots": [{"step": s["step"], "epoch": s["epoch"], "score": s["score"]} for s in snapshots],
             "val": val,
             "checkpoint": str(path),
+            "tested": chosen,
         }
     )
     if job.trainer.is_global_zero:
-        log.info("average of the %s %d snapshots: validation %s", job.snapshots.by, len(snapshots), val)
-    return str(path)
+        tested = (
+            "the test scores it" if chosen else f"best.ckpt validates better ({float(best):.4f}): the test scores it"
+        )
+        log.info("average of the %s %d snapshots: validation %s; %s", job.snapshots.by, len(snapshots), val, tested)
+    return str(path) if chosen else None
 
 
 # ----------------------------------------------------------------------------------------------- record

@@ -125,7 +125,8 @@ def print_result(summary: dict, run_dir: Path) -> None:
     if average:  # did averaging help? The validation scores side by side
         monitor = summary["monitor"]
         label = f"val {monitor}: best / average of {len(average['snapshots'])} {average['of']}"
-        rows.append((label, f"{summary['best_val']:.2f} / {average['val'][monitor]:.2f}"))
+        tested = "average" if average.get("tested", True) else "best"
+        rows.append((label, f"{summary['best_val']:.2f} / {average['val'][monitor]:.2f} ({tested} tested)"))
     if not summary["tested"]:
         best = summary["best_val"]
         rows += [
