@@ -118,6 +118,7 @@ CASES = [
     Case("config", [*TRAIN, "data.max_tokens=0"], "max_tokens"),
     Case("config", [*TRAIN, "data.joint_vocab=true"], "task.joint_vocab"),
     Case("config", [*TRAIN, "experiment=multi30k_gru"], "model=multi30k_gru"),
+    Case("config", [*TRAIN, "model=multi30k_transformer", "experiment=multi30k"], "drop it"),
     Case("config", ["train", "-m", *TRAIN_TINY, "model=gru,gur"], "gur"),
     Case("config", [*TRAIN, "metrics=[bleu,nosuch]"], "nosuch"),
     Case("config", [*TRAIN, "monitor=nosuch"], "nosuch"),

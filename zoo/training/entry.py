@@ -27,6 +27,7 @@ from omegaconf import DictConfig
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
 from zoo.config.overrides import CompositionError, explain, parse_overrides
+from zoo.config.presets import check_presets_not_repeated
 from zoo.config.renamed import check_renamed
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError, one_line_reason, report
@@ -390,6 +391,7 @@ def main(overrides: list[str] | None = None) -> None:
     with one_line_errors():
         check_modes(overrides)
         check_renamed(overrides)
+        check_presets_not_repeated(overrides)
         overrides = resume_overrides(overrides)
         discover(plugin_dirs_from_overrides(overrides))
         register_sweeper()
