@@ -45,6 +45,13 @@ def parse_overrides(overrides: list[str]) -> list[Any]:
     return parsed
 
 
+def key_and_value(override: str) -> tuple[str, str]:
+    """An override read as text, before Hydra parses it: the key or group it sets (``+``/``~`` dropped) and its value
+    as written (a sweep's choices comma-separated): ``+model=a,b`` -> ``("model", "a,b")``."""
+    key, _, value = override.lstrip("+~").partition("=")
+    return key, value
+
+
 def override_key(override: str) -> str:
     """The key or group an override sets (``+encoder.hidden_size=8`` -> ``encoder.hidden_size``)."""
     return parse_overrides([override])[0].key_or_group
@@ -116,7 +123,7 @@ def unknown_key(detail: str, overrides: list[str]) -> str | None:
     if failed is None or not re.search(r"Key '[^']+' (not in '[^']+'|is not in struct)", detail):
         return None
     key = failed["key"]
-    given = next((o for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
+    given = next((o for o in overrides if key_and_value(o)[0] == key), key)
     parent, _, name = key.rpartition(".")
     rest = composed([o for o in overrides if o is not given])
     if rest is None:

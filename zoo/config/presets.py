@@ -13,6 +13,7 @@ from importlib.resources import files
 import yaml
 
 from zoo.config.checks import ConfigError
+from zoo.config.overrides import key_and_value
 
 #: The experiment presets' folder in a defaults list (``/experiment/NAME`` or ``experiment/NAME``).
 EXPERIMENT_DEFAULT = "experiment/"
@@ -36,7 +37,7 @@ def check_presets_not_repeated(overrides: list[str]) -> None:
     """Raise :class:`ConfigError` when an ``experiment`` choice is one that a chosen model recipe includes already."""
     chosen: dict[str, list[str]] = {}
     for override in overrides:
-        key, _, value = override.lstrip("+~").partition("=")
+        key, value = key_and_value(override)
         chosen.setdefault(key, []).extend(value.split(","))
     for model in chosen.get("model", []):
         for experiment in set(chosen.get("experiment", [])) & included_experiments(model):

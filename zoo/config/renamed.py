@@ -6,6 +6,7 @@ Without this, Hydra would report only that the old key does not exist.
 from __future__ import annotations
 
 from zoo.config.checks import ConfigError
+from zoo.config.overrides import key_and_value
 
 #: old override key -> new key
 RENAMED = {
@@ -27,7 +28,7 @@ MOVED_CHOICES = {
 def check_renamed(overrides: list[str]) -> None:
     """Raise :class:`ConfigError` for the first override that uses a moved option's old key or choice."""
     for override in overrides:
-        key, _, value = override.lstrip("+~").partition("=")
+        key, value = key_and_value(override)
         if key in RENAMED:
             raise ConfigError(f"{key} is now {RENAMED[key]}; write {RENAMED[key]}={value}")
         for choice in value.split(","):
