@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ def write_json_atomic(path: Path, data: Any) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     partial.write_text(json.dumps(data, indent=2))
     os.replace(partial, path)
+
+
+def validation_scores(logged: Mapping[str, Any]) -> dict[str, float]:
+    """The ``val/`` values of logged metrics by metric name, rounded to 4 places as the record keeps them."""
+    return {key.split("/", 1)[1]: round(float(value), 4) for key, value in logged.items() if key.startswith("val/")}
 
 
 class RunRecord(Callback):
@@ -130,11 +135,7 @@ class RunRecord(Callback):
     def on_validation_end(self, trainer, module) -> None:
         if trainer.sanity_checking or trainer.state.fn is not TrainerFn.FITTING:  # the average's is recorded apart
             return
-        self.latest_val = {
-            key.split("/", 1)[1]: round(float(value), 4)
-            for key, value in trainer.callback_metrics.items()
-            if key.startswith("val/")
-        }
+        self.latest_val = validation_scores(trainer.callback_metrics)
         seconds = round(time.time() - self.started, 1)
         self.validations.append(
             {"epoch": trainer.current_epoch, "step": trainer.global_step, "seconds": seconds, **self.latest_val}

@@ -45,7 +45,7 @@ from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKP
 from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
 from zoo.training.module import ZooModule
 from zoo.training.provenance import write_run_files
-from zoo.training.record import RunRecord
+from zoo.training.record import RunRecord, validation_scores
 from zoo.training.resume import Resume, Verdict, plan_resume, resume_mode
 from zoo.training.rundir import Claim, claim_run_dir
 from zoo.training.snapshots import WeightSnapshots, averaging
@@ -251,7 +251,7 @@ def average(job: Job) -> str | None:
         (scores,) = job.trainer.validate(
             job.module, datamodule=job.data, ckpt_path=str(path), verbose=False, weights_only=True
         )
-    val = {key.split("/", 1)[1]: round(float(value), 4) for key, value in scores.items() if key.startswith("val/")}
+    val = validation_scores(scores)
     metrics, best = job.module.metrics, job.best.best_model_score
     chosen = validation_prefers_average(
         float(scores[f"val/{metrics.monitor}"]), None if best is None else float(best), metrics.mode
