@@ -16,6 +16,7 @@ import pytest
 import torch
 from conftest import TINY, fork_zoo
 
+from zoo.inference.checkpoints import RunLoadError, checkpoint_file
 from zoo.training.averaging import AveragingError, average_state_dicts, validation_prefers_average
 
 
@@ -276,6 +277,22 @@ def test_zoo_average_writes_a_checkpoint_zoo_predict_reads(averaged_run, tmp_pat
     by_tested = fork_zoo("predict", str(averaged_run), "--checkpoint", tested, sentence, cwd=tmp_path).stdout
     assert by_default == by_tested and by_file.strip()
     assert not list(tmp_path.glob("*.partial")) and not list(averaged_run.rglob("*.partial"))
+
+
+@pytest.mark.parametrize(
+    "summary_text, chosen",
+    [('{"average": {"tested": true}}', "average.ckpt"), ('{"average": {"tested": false}}', "best.ckpt"), ("{", None)],
+)
+def test_the_tested_checkpoint_follows_the_summary_and_a_damaged_one_is_refused(tmp_path, summary_text, chosen):
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("average.ckpt", "best.ckpt"):
+        (tmp_path / "checkpoints" / name).write_bytes(b"weights")
+    (tmp_path / "summary.json").write_text(summary_text)
+    if chosen:
+        assert checkpoint_file(tmp_path).name == chosen
+    else:  # no silent fall-back to best.ckpt: the user names the weights
+        with pytest.raises(RunLoadError, match=r"summary.json is unreadable .*--checkpoint average.ckpt"):
+            checkpoint_file(tmp_path)
 
 
 def another_model(here: Path, run_dir: Path) -> None:

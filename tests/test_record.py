@@ -20,14 +20,14 @@ def test_config_key_ignores_seed_and_logging_but_not_the_model():
         "seed": 1,
         "encoder": {"name": "gru"},
         "logger": {"wandb": False},
-        "trainer": {"max_epochs": 6, "enable_progress_bar": True},
+        "trainer": {"max_epochs": 6, "enable_progress_bar": True, "log_every_n_steps": 10},
     }
     key = config_key(OmegaConf.create(base))
     reseeded = {
         **base,
         "seed": 2,
         "logger": {"wandb": True},
-        "trainer": {"max_epochs": 6, "enable_progress_bar": False},
+        "trainer": {"max_epochs": 6, "enable_progress_bar": False, "log_every_n_steps": 1},
     }
     assert config_key(OmegaConf.create(reseeded)) == key
     assert config_key(OmegaConf.create({**base, "encoder": {"name": "lstm"}})) != key

@@ -72,11 +72,16 @@ def checkpoint_file(run_dir: Path, checkpoint: str | Path = "tested") -> Path:
 
 
 def _average_tested(run_dir: Path) -> bool:
-    """Whether the run's test scored its averaged weights (validation preferred them to ``best.ckpt``)."""
+    """Whether the run's test scored its averaged weights (validation preferred them to ``best.ckpt``), from its
+    ``summary.json``; :class:`RunLoadError` when that cannot be read, rather than a guess at the weights."""
+    summary = run_dir / SUMMARY_FILE
     try:
-        average = json.loads((run_dir / SUMMARY_FILE).read_text()).get("average")
-    except (OSError, ValueError):
-        return False
+        average = json.loads(summary.read_text()).get("average")
+    except (OSError, ValueError, AttributeError) as err:
+        raise RunLoadError(
+            f"cannot tell which weights the run tested: {summary} is unreadable ({type(err).__name__}); "
+            f"name them with --checkpoint {AVERAGE_CHECKPOINT.rsplit('/', 1)[-1]} or --checkpoint best"
+        ) from None
     return bool(average) and average.get("tested", True)  # runs before the choice always tested the average
 
 

@@ -34,6 +34,7 @@ RECORDING_SETTINGS = (
     "test",
     "search",
     "trainer.checkpoint_every_minutes",
+    "trainer.log_every_n_steps",
     "trainer.enable_progress_bar",
     "trainer.cpu_threads",
 )

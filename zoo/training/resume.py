@@ -39,7 +39,6 @@ RESUME_MAY_CHANGE = (
     *RECORDING_SETTINGS,
     "decode",
     *TRAINING_LIMITS,
-    "trainer.log_every_n_steps",
     "trainer.limit_val_batches",
     "trainer.limit_test_batches",
 )
