@@ -8,7 +8,9 @@ added because a run tests with one strategy only.
     python benchmarks/score_run.py RUN_DIR [RUN_DIR ...] [--beam-size 5] [--alpha A] [--split val] [--threads 1]
 
 ``--alpha`` sets gnmt's length-penalty exponent of the beam rows (default: the run's own);
-``--split val`` scores the validation split, where such a setting is chosen.
+``--split val`` scores the validation split, where such a setting is chosen. ``--checkpoint`` picks the
+weights (default: those the run's test scored): ``best``, ``last`` or a file, e.g. an average written by
+``zoo average RUN --last N``, to choose N on the validation split.
 
 ``--beam-from FILE`` adds a beam row decoded by the beam search of another version of
 zoo/decoding.py, to measure what a change to the search does to the scores:
@@ -27,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-import zoo
+import zoo.decoding
+from zoo.inference import Predictor
 from zoo.registry import build
 from zoo.training.evaluation import MetricSuite
 
@@ -45,7 +48,6 @@ def beam_search_from(path: Path | None):
     if path is None:
         yield
         return
-    import zoo.decoding
 
     spec = importlib.util.spec_from_file_location("decoding_compared", path)
     other = importlib.util.module_from_spec(spec)
@@ -58,10 +60,12 @@ def beam_search_from(path: Path | None):
         zoo.decoding._beam_search = current
 
 
-def score(run_dir: str, strategies: dict[str, tuple[dict, Path | None]], split: str = "test") -> list[dict]:
+def score(
+    run_dir: str, strategies: dict[str, tuple[dict, Path | None]], split: str = "test", checkpoint: str = "tested"
+) -> list[dict]:
     """One row per decoding strategy (name -> DecodeConfig fields and the decoding.py copy whose
     beam search to use, None for this one): every metric's score and signature, and the decoding time."""
-    predictor = zoo.load(run_dir)
+    predictor = Predictor.from_run(run_dir, checkpoint)
     cfg = predictor.module.cfg
     items = build("dataset", cfg["dataset"]).splits()[split]
     references = [item.references for item in items]
@@ -99,6 +103,11 @@ def main() -> None:
     parser.add_argument("--split", default="test", choices=("test", "val"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
+        "--checkpoint",
+        default="tested",
+        help="tested (the weights the run's test scored), best, last or a .ckpt file (an average of zoo average)",
+    )
+    parser.add_argument(
         "--beam-from", type=Path, help="also decode with the beam search of this copy of zoo/decoding.py"
     )
     args = parser.parse_args()
@@ -117,7 +126,7 @@ def main() -> None:
     )
     signatures = {}
     for run in args.runs:
-        for row in score(run, strategies, args.split):
+        for row in score(run, strategies, args.split, args.checkpoint):
             print(
                 f"| {run} | {row['decode']} | {row.get('bleu', float('nan')):.2f} "
                 f"| {row.get('chrf', float('nan')):.2f} "
