@@ -48,9 +48,11 @@ def test_extract_is_the_normalised_backbone_grid_row_major(frozen, images):
     with torch.no_grad():  # the package's own forward on (255 x - 127) / 128
         grid = frozen.backbone.extract_features((pixels * 255 - 127) / 128)
     assert grid.shape == (1, 1280, 2, 3)
+    # The frontend runs channels-last, whose convolution kernels round differently (1.2e-5 apart on an AVX2 CPU);
+    # a wrong normalisation or order differs by far more.
     for r in range(2):
         for c in range(3):
-            torch.testing.assert_close(features[0, r * 3 + c], grid[0, :, r, c], atol=1e-5, rtol=1e-4)
+            torch.testing.assert_close(features[0, r * 3 + c], grid[0, :, r, c], atol=1e-4, rtol=1e-4)
 
 
 def test_frozen_by_default(frozen, images):
