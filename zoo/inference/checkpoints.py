@@ -80,7 +80,7 @@ def _average_tested(run_dir: Path) -> bool:
     except (OSError, ValueError, AttributeError) as err:
         raise RunLoadError(
             f"cannot tell which weights the run tested: {summary} is unreadable ({type(err).__name__}); "
-            f"name them with --checkpoint {AVERAGE_CHECKPOINT.rsplit('/', 1)[-1]} or --checkpoint best"
+            f"name them with --checkpoint {Path(AVERAGE_CHECKPOINT).name} or --checkpoint best"
         ) from None
     return bool(average) and average.get("tested", True)  # runs before the choice always tested the average
 
