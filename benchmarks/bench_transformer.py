@@ -8,6 +8,8 @@ machine load), over several rounds; the median per-round speed ratio is reported
 
     python benchmarks/bench_transformer.py                # CPU
     python benchmarks/bench_transformer.py --device cuda  # GPU
+    python benchmarks/bench_transformer.py --device cuda --size base --precision bf16 --peak-tflops 989.4
+                                                          # Transformer base in bf16, as model FLOPs utilisation
 
 The speed suite (benchmarks/speed_suite.py) calls :func:`parse_args`, :func:`compare`
 and :func:`training_flops`.
@@ -137,14 +139,16 @@ def make_batches(args, device) -> list[tuple[torch.Tensor, torch.Tensor, torch.T
     return batches
 
 
-def train_step(model, optimiser, batch, device) -> float:
-    """One optimiser step on ``batch``; returns its wall-clock seconds."""
+def train_step(model, optimiser, batch, device, precision: str = "32") -> float:
+    """One optimiser step on ``batch``; returns its wall-clock seconds. ``precision`` bf16: the forward pass and
+    loss under bf16 autocast (weights, gradients and the optimiser stay fp32, as Lightning's bf16-mixed)."""
     src, tgt_in, tgt_out = batch
     if device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
-    logits = model(src, tgt_in)
-    loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=PAD)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -153,9 +157,27 @@ def train_step(model, optimiser, batch, device) -> float:
     return time.perf_counter() - start
 
 
+#: ``--size base``: the Transformer base of Vaswani et al. (2017), 6+6 layers, d_model 512, 8 heads, feed-forward
+#: 2048, a 32k shared vocabulary, and ~25k target tokens a batch (1,024 sentences of 16-32 tokens; they train on
+#: batches of ~25k source and ~25k target tokens).
+BASE = dict(layers=6, d_model=512, heads=8, ff_dim=2048, vocab=32000, batch=1024, src_len=32, tgt_len=32)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The model size, batches and rounds (``argv`` None: the command line)."""
+    """The model size, batches and rounds (``argv`` None: the command line); ``--size base`` sets :data:`BASE`'s
+    sizes, which options given beside it override."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=["small", "base"], default="small", help="small: the defaults below")
+    parser.add_argument("--precision", choices=["32", "bf16"], default="32", help="bf16: bf16 autocast (mixed)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile both models (the same for both)")
+    parser.add_argument(
+        "--peak-tflops",
+        dest="peak_tflops",
+        type=float,
+        default=0.0,
+        help="the device's dense peak at --precision, to report model FLOPs utilisation (H100/H200 SXM: 989.4 "
+        "bf16, 494.7 TF32; NVIDIA's data sheet)",
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--d-model", dest="d_model", type=int, default=256)
@@ -169,7 +191,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=8, help="training steps per model per round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.size == "base":
+        given = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(BASE)))  # None where not given
+        for key, value in BASE.items():
+            if getattr(given, key) is None:
+                setattr(args, key, value)
+    return args
 
 
 def compare(args: argparse.Namespace) -> dict:
@@ -182,10 +210,11 @@ def compare(args: argparse.Namespace) -> dict:
     models = {"zoo": ZooModel(args).to(device), "torch.nn.Transformer": TorchModel(args).to(device)}
     optimisers = {name: torch.optim.Adam(m.parameters(), lr=1e-4) for name, m in models.items()}
     batches = make_batches(args, device)
-    for name, model in models.items():  # warm-up: allocator, kernels, lazy init
+    steps = {name: torch.compile(m) if args.compile else m for name, m in models.items()}
+    for name, model in models.items():  # warm-up: allocator, kernels, lazy init (and compilation)
         model.train()
-        for batch in batches[:2]:
-            train_step(model, optimisers[name], batch, device)
+        for batch in batches[: 4 if args.compile else 2]:
+            train_step(steps[name], optimisers[name], batch, device, args.precision)
 
     # Steps alternate between the models (in alternating order), so both see the same
     # machine load; each round's speed is its target tokens over its summed step times.
@@ -197,7 +226,7 @@ def compare(args: argparse.Namespace) -> dict:
         spent = dict.fromkeys(names, 0.0)
         for i, batch in enumerate(batches):
             for name in names if (r + i) % 2 == 0 else names[::-1]:
-                spent[name] += train_step(models[name], optimisers[name], batch, device)
+                spent[name] += train_step(steps[name], optimisers[name], batch, device, args.precision)
         for name in names:
             speeds[name].append(tokens / spent[name])
             seconds[name].append(spent[name])
@@ -238,15 +267,20 @@ def main() -> None:
         f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads"
     )
     print(f"torch {torch.__version__}, {platform.machine()} {where}")
+    tokens = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in result["batches"]) / len(result["batches"])
     print(
         f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
-        f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len}, "
-        f"{args.rounds} rounds x {args.batches} steps"
+        f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len} (~{tokens:,.0f} target tokens), "
+        f"precision {args.precision}{', compiled' if args.compile else ''}, {args.rounds} rounds x {args.batches} steps"
     )
-    print(f"{'model':<22} {'params':>10} {'target tokens/s (median)':>26}")
+    flops = training_flops(args, result["models"]["torch.nn.Transformer"], result["batches"])
+    mfu = f"{'MFU':>6}" if args.peak_tflops else ""
+    print(f"{'model':<22} {'params':>12} {'target tokens/s (median)':>26} {'model TFLOP/s':>14}{mfu}")
     for name, model in result["models"].items():
         params = sum(p.numel() for p in model.parameters())
-        print(f"{name:<22} {params:>10,} {statistics.median(speeds[name]):>26,.0f}")
+        achieved = flops / statistics.median(result["seconds"][name]) / 1e12
+        mfu = f"{achieved / args.peak_tflops:>6.1%}" if args.peak_tflops else ""
+        print(f"{name:<22} {params:>12,} {statistics.median(speeds[name]):>26,.0f} {achieved:>14.2f}{mfu}")
     rounds = ", ".join(f"{r:.3f}" for r in ratios)
     print(f"speed ratio zoo / torch: median {statistics.median(ratios):.3f} (rounds: {rounds})")
 

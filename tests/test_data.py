@@ -250,7 +250,8 @@ def test_training_loader_length_is_that_of_the_epoch_it_serves(tmp_path, monkeyp
     module.setup()
     lengths = set()
     for epoch in range(6):
-        module.trainer = SimpleNamespace(current_epoch=epoch, world_size=1, global_rank=0)
+        cpu = SimpleNamespace(root_device=torch.device("cpu"))
+        module.trainer = SimpleNamespace(current_epoch=epoch, world_size=1, global_rank=0, strategy=cpu)
         loader = module.train_dataloader()
         announced = len(loader)
         _set_sampler_epoch(loader, epoch)  # what Lightning does before iterating

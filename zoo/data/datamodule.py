@@ -307,4 +307,6 @@ class ZooDataModule(L.LightningDataModule):
             # from a checkpoint draws (dropout) exactly what the run would have drawn without stopping.
             generator=torch.Generator().manual_seed(int(self.cfg["seed"])),
             persistent_workers=self.num_workers > 0,
+            # Page-locked batches copy to a GPU without a staging copy, and asynchronously.
+            pin_memory=self.trainer is not None and self.trainer.strategy.root_device.type == "cuda",
         )

@@ -63,9 +63,11 @@ class Sequences(Sequence[list[int]]):
     """The id sequences of one file pair, mapped read-only; ``sequences[k]`` is a list of ints."""
 
     def __init__(self, folder: Path, name: str, dtype: str) -> None:
-        self.offsets = np.load(folder / f"{name}.offsets.npy", mmap_mode="r")
+        # Plain ndarray views of the mappings: indexing a np.memmap runs Python code per access, three per item.
+        self.offsets = np.load(folder / f"{name}.offsets.npy", mmap_mode="r").view(np.ndarray)
         size = int(self.offsets[-1])
-        self.ids = np.memmap(folder / f"{name}.bin", dtype=dtype, mode="r", shape=(size,)) if size else np.zeros(0)
+        ids = np.memmap(folder / f"{name}.bin", dtype=dtype, mode="r", shape=(size,)) if size else np.zeros(0)
+        self.ids = ids.view(np.ndarray)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
