@@ -13,6 +13,7 @@ import zoo.data.datamodule
 from zoo import registry
 from zoo.contracts import BOS, EOS, PAD, UNK, Dataset, Item
 from zoo.contracts.task import TaskError
+from zoo.data.collate import pad
 from zoo.data.datamodule import ZooDataModule
 from zoo.data.sampling import DataError, LengthBucketSampler, TokenBudgetBatchSampler
 from zoo.data.text import load_tokenizer, tokenizer_path
@@ -325,3 +326,9 @@ def test_batches_cut_by_bisection_are_the_row_by_row_rule():
             if shuffle:
                 sampler.rng("batches").shuffle(expected)
             assert TokenBudgetBatchSampler(sampler, budget).batches() == expected
+
+
+def test_pad_right_pads_each_row_in_order_with_at_least_one_column():
+    assert pad([[5, 6, 7], (8,), []]).tolist() == [[5, 6, 7], [8, PAD, PAD], [PAD, PAD, PAD]]
+    assert pad([[]]).tolist() == [[PAD]] and pad([]).shape == (0, 1)
+    assert pad([[70000, 1]]).dtype == torch.long
