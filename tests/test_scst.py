@@ -293,3 +293,11 @@ def test_a_resumed_scst_run_ends_as_the_straight_run(scst_run, init_ckpt, tmp_pa
     assert (run_dir / "metrics.csv").read_text() == (scst_run / "metrics.csv").read_text()
     straight, resumed = last_weights(scst_run), last_weights(run_dir)
     assert all(torch.equal(straight[key], resumed[key]) for key in straight)
+
+
+def test_scst_from_random_weights_warns_to_pass_init_from(scst_run, tmp_path):
+    args = [arg for arg in scst_args(Path("unused"), 1) if not arg.startswith("init_from=")]
+    fork_zoo("train", *args, "trainer.max_steps=1", "test=false", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    warning = "scst.enabled without init_from: self-critical training starts from random weights"
+    assert warning in (tmp_path / "run" / "train.log").read_text()
+    assert warning not in (scst_run / "train.log").read_text()
