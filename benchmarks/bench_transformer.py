@@ -202,8 +202,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def compare(args: argparse.Namespace) -> dict:
     """Train both models on the same batches, steps interleaved, and return what was measured:
-    ``models``, ``batches``, ``speeds`` (target tokens/s per round and model), ``seconds``
-    (step seconds per round and model) and ``ratios`` (zoo / torch speed per round)."""
+    ``models``, ``batches``, ``tokens`` (their target tokens), ``speeds`` (target tokens/s per round and model),
+    ``seconds`` (step seconds per round and model) and ``ratios`` (zoo / torch speed per round)."""
     discover()
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -231,7 +231,14 @@ def compare(args: argparse.Namespace) -> dict:
             speeds[name].append(tokens / spent[name])
             seconds[name].append(spent[name])
     ratios = [z / t for z, t in zip(speeds["zoo"], speeds["torch.nn.Transformer"])]
-    return {"models": models, "batches": batches, "speeds": speeds, "seconds": seconds, "ratios": ratios}
+    return {
+        "models": models,
+        "batches": batches,
+        "tokens": tokens,
+        "speeds": speeds,
+        "seconds": seconds,
+        "ratios": ratios,
+    }
 
 
 def training_flops(args: argparse.Namespace, model: TorchModel, batches) -> float:
@@ -267,7 +274,7 @@ def main() -> None:
         f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads"
     )
     print(f"torch {torch.__version__}, {platform.machine()} {where}")
-    tokens = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in result["batches"]) / len(result["batches"])
+    tokens = result["tokens"] / len(result["batches"])
     print(
         f"layers={args.layers} d_model={args.d_model} heads={args.heads} ff_dim={args.ff_dim} vocab={args.vocab} "
         f"batch={args.batch} src_len<={args.src_len} tgt_len<={args.tgt_len} (~{tokens:,.0f} target tokens), "
