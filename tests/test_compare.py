@@ -13,7 +13,7 @@ from zoo.registry import discovery
 from zoo.report.columns import decimals
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
 from zoo.report.runs import RunsNotFound, UnknownSetting, find_runs
-from zoo.report.stats import centred_p, hierarchical_bootstrap
+from zoo.report.stats import item_draws, replicates, two_level
 
 discovery.discover()
 
@@ -145,10 +145,10 @@ def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
     rows = {row[0]: row for row in view.rows}
     assert rows["encoder=gru"][3:5] == ["baseline", ""] and rows["encoder=lstm"][4].endswith(" *")
     assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and rows["encoder=lstm"][4].startswith("0.0")
-    assert rows["encoder=rnn"][4] == f"{rnn.p:.3f}"
+    assert rows["encoder=rnn"][4] == f"{rnn.p:.3f} †"  # one seed: the test items only
     assert [g.label for g, marked in zip(board.groups, view.significant) if marked] == ["encoder=lstm"]
     markdown = compare([tmp_path], fmt="markdown", baseline="encoder=gru")
-    assert "hierarchical bootstrap" in markdown and "Holm-adjusted over 2 rows" in markdown
+    assert "t-test over seeds and test items" in markdown and "Holm-adjusted over 2 rows" in markdown
     with pytest.raises(CompareError, match="names no single configuration"):
         compare([tmp_path], baseline="transformer")
 
@@ -161,7 +161,7 @@ def test_csv_and_json_carry_the_test_of_each_row(tmp_path):
     rows = {r["configuration"]: r for r in csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv", baseline="gru")))}
     lstm = rows["encoder=lstm"]
     assert lstm["seeds"] == "2" and float(lstm["ci_low"]) <= float(lstm["difference"]) <= float(lstm["ci_high"])
-    assert float(lstm["p"]) < 0.05 and "hierarchical bootstrap" in lstm["method"] and rows["encoder=gru"]["p"] == ""
+    assert float(lstm["p"]) < 0.05 and "t-test over seeds and test items" in lstm["method"] and rows["encoder=gru"]["p"] == ""
     (data,) = json.loads(compare([tmp_path], fmt="json", baseline="gru"))
     row = next(r for r in data["rows"] if r["configuration"] == "encoder=lstm")
     assert row["p"] == float(lstm["p"]) and row["seeds"] == 2 and "Holm" in data["method"]
@@ -213,15 +213,17 @@ def test_by_an_unknown_key_names_the_close_ones(tmp_path):
         compare([tmp_path], by=["foo"])
 
 
-def test_per_item_bootstrap_separates_real_differences_from_noise():
+def test_one_seed_a_side_tests_the_items_and_separates_real_differences_from_noise():
     rng = np.random.default_rng(0)
     base = rng.normal(0.5, 0.1, 400)
+    weights = item_draws(400)
 
-    def p(system):  # one seed a side: the paired bootstrap over items
-        observed, differences = hierarchical_bootstrap(
-            [[base[:, None]]], [[system[:, None]]], lambda sums, items: sums[:, 0] / items
-        )
-        return centred_p(differences, observed)
+    def p(system):  # one seed a side: the test over items alone
+        sides = [
+            replicates([[scores[:, None]]], weights, lambda sums, items: sums[:, 0] / items)
+            for scores in (base, system)
+        ]
+        return float(two_level(*sides, 400).p())
 
     assert p(base + 0.05) < 0.01
     assert p(base + rng.normal(0, 0.1, 400)) > 0.05

@@ -27,7 +27,7 @@ def run(args: list[str], description: str) -> None:
         "--baseline",
         help="a configuration (its name in the table) to test every other against: "
         "difference, 95%% CI and Holm-adjusted p-value of the sorted metric "
-        "(bootstrap over seeds and test items)",
+        "(a t-test over seeds and test items) and the seeds a side for 80%% power",
     )
     parser.add_argument(
         "--digits",

@@ -23,15 +23,17 @@ from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
-from zoo.report.stats import CONFIDENCE, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
+from zoo.report.stats import CONFIDENCE, MAX_SEEDS, POWER, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 from zoo.report.terminal import draw
 from zoo.search.report import format_search, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
-TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method")
+TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method", "seeds_for_power")
 #: The Holm-adjusted p-value below which a row differs from the baseline (marked ``*``).
 SIGNIFICANCE = 0.05
+#: Marks a p-value that covers test-set sampling only (one seed on a side): never starred.
+ITEMS_ONLY_MARK = " †"
 #: Decimals of each cost column: measured, not scored, so at a fixed precision (one decimal for the others).
 COST_DECIMALS = {"params": 0, "frozen": 0, "tokens/s": 0, "train s": 0}
 #: The decimals of a score column, at least (more where its rows would read alike).
@@ -151,28 +153,43 @@ class Leaderboard:
         return alike
 
     def _test_columns(self, digits: int) -> list[Column]:
-        """Each row's difference from the baseline with its confidence interval (``+3.12 [-1.20, 7.40]``), and its
-        Holm-adjusted p-value, `` *`` below :data:`SIGNIFICANCE`."""
+        """Each row's difference from the baseline with its confidence interval (``+3.12 [-1.20, 7.40]``), its
+        Holm-adjusted p-value (`` *`` below :data:`SIGNIFICANCE`; `` †`` when it covers the test items only) and
+        the seeds a side that would find a difference this large with 80 % power."""
         if not self.baseline:
             return []
-        differences, ps = [], []
+        differences, ps, needed = [], [], []
         for group in self.groups:
             c = self.comparisons.get(group.label)
             if group is self.baseline:
                 differences.append(Cell("baseline", 0.0))
                 ps.append(Cell(""))
+                needed.append(Cell(""))
             elif c is None:
                 differences.append(Cell(""))
                 ps.append(Cell(""))
+                needed.append(Cell(""))
             else:
                 interval = f"[{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]"
                 differences.append(Cell(f"{c.difference:+,.{digits}f} {interval}", c.difference))
-                ps.append(Cell(f"{c.p:.3f}" + " *" * (c.p < SIGNIFICANCE), c.p))
-        return [Column(f"Δ {self.sort} [{CONFIDENCE:.0%} CI]", differences), Column("p", ps)]
+                mark = ITEMS_ONLY_MARK if c.items_only else " *" * (c.p < SIGNIFICANCE)
+                ps.append(Cell(f"{c.p:.3f}{mark}", c.p))
+                needed.append(Cell(self._seeds_needed(c), c.seeds_for_power))
+        return [
+            Column(f"Δ {self.sort} [{CONFIDENCE:.0%} CI]", differences),
+            Column("p", ps),
+            Column(f"seeds for {POWER:.0%}", needed),
+        ]
+
+    @staticmethod
+    def _seeds_needed(c: Comparison) -> str:
+        if c.seeds_for_power is None:
+            return ""
+        return f">{MAX_SEEDS}" if c.seeds_for_power > MAX_SEEDS else str(c.seeds_for_power)
 
     def _significant(self, group: Group) -> bool:
         c = self.comparisons.get(group.label)
-        return c is not None and c.p < SIGNIFICANCE
+        return c is not None and not c.items_only and c.p < SIGNIFICANCE
 
     def view(self) -> View:
         """The leaderboard as shown in the terminal, Markdown and HTML: the row's name less what every row shares,
@@ -222,7 +239,8 @@ class Leaderboard:
         return draw(self.view(), self.footnote(), width)
 
     def method(self) -> str:
-        """One line saying how the rows were tested against the baseline, naming the rows of each method."""
+        """How the rows were tested against the baseline, naming the rows of each method, and how to read the
+        seeds-for-power column."""
         methods: dict[str, list[str]] = {}
         for label, c in self.comparisons.items():
             methods.setdefault(c.method if c else "", []).append(label)
@@ -230,9 +248,20 @@ class Leaderboard:
         used = "; ".join(m if len(methods) == 1 else f"{m} for {', '.join(labels)}" for m, labels in methods.items())
         line = (
             f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
-            f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'}, {SAMPLES} samples (Koehn, 2004), "
-            f"Holm-adjusted over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
+            f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'} (seeds' variance + {SAMPLES} draws of "
+            f"the test items (Koehn, 2004), Student's t; docs/results.md shows its calibration), Holm-adjusted over "
+            f"{tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
         )
+        if any(c and c.items_only for c in self.comparisons.values()):
+            line += (
+                f"\n{ITEMS_ONLY_MARK.strip()} one seed on a side: p covers test-set sampling only, not another "
+                "seed's training noise; train 2 or more seeds a side to test the configurations"
+            )
+        if any(c and c.seeds_for_power for c in self.comparisons.values()):
+            line += (
+                f"\nseeds for {POWER:.0%}: seeds a side that would find a difference as large as the row's with "
+                f"{POWER:.0%} power at p < {SIGNIFICANCE}, from the seeds' and items' variance seen"
+            )
         return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
 
     def _test_fields(self, group: Group) -> dict:

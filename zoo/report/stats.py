@@ -1,13 +1,26 @@
-"""Is a configuration's difference from a baseline more than noise? Bootstrap over seeds and test items.
+"""Is a configuration's difference from a baseline more than noise? A t-test over seeds and test items.
 
-Paired bootstrap resampling (Koehn, 2004) draws the test items with replacement,
-scores both systems on the same draw and sees how often the observed difference
-disappears. It knows nothing of training noise: pooling several seeds' items as
-if they were independent lets one lucky seed look significant. So with two or more
-seeds a configuration's seeds are resampled too (:func:`hierarchical_bootstrap`),
-and the p-values of the rows tested against one baseline are adjusted for their
-number (Holm, 1979). With one seed each, the test is sacrebleu's paired bootstrap
-(its per-item scores for metrics sacrebleu does not provide).
+A difference of mean scores over seeds varies for two reasons: training noise
+(another seed, another model) and test-set sampling (other items, other scores).
+The test estimates both (:func:`two_level`):
+
+- the seeds' variance of each side's score, ``s²/n``, as Welch's test does;
+- what the test items add beyond it: the variance of the difference over
+  bootstrap draws of the items (Koehn, 2004), shared by every run because every
+  run was scored on the same items, less the part of it that is each run's own
+  item noise (already inside the seeds' variance).
+
+The difference over its standard error is read against Student's t with the
+average of the Welch–Satterthwaite degrees of freedom (Welch, 1947; Satterthwaite,
+1946) and the pooled ``n_a + n_b - 2``: chosen by simulation of null comparisons
+(``benchmarks/calibration.py``, docs/results.md), where Welch–Satterthwaite alone
+rejects 2.3 % at 2 seeds a side and the pooled degrees of freedom too often when
+the two sides' seed spreads differ. Resampling 2-3 seeds with replacement (a
+hierarchical bootstrap) understates their spread and rejected 14-28 %.
+
+With one seed on a side the seeds' variance is unknown: the test is then over the
+test items only and says so. The p-values of the rows tested against one baseline
+are adjusted for their number (Holm, 1979).
 
 Everything random is drawn from a fixed seed over items sorted by id and runs
 sorted by seed and path, so the same runs give the same p-value in every process.
@@ -22,24 +35,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats as distributions
 
 from zoo.registry import build, names
 from zoo.report.runs import Run
 from zoo.training.layout import TEST_ITEMS_FILE
 
-SAMPLES = 1000
+SAMPLES = 1000  # bootstrap draws of the test items
 SEED = 12345
 CONFIDENCE = 0.95
-HIERARCHICAL = "hierarchical bootstrap (each configuration's seeds, then test items)"
-PAIRED_SACREBLEU = "sacrebleu's paired bootstrap over test items"
-PAIRED_ITEMS = "paired bootstrap over per-item scores"
+POWER = 0.8
+MAX_SEEDS = 1000  # the most seeds a side :func:`seeds_for_power` looks for
+TWO_LEVEL = "t-test over seeds and test items"
+ITEMS_ONLY = "test items only (one seed on a side: its seed spread is unknown)"
 
 
 @dataclass
 class Comparison:
     """A configuration against the baseline on one metric: the difference (system - baseline) of the mean over
     seeds, its confidence interval, the two-sided p-value (``p``: Holm-adjusted when several rows were tested,
-    see :func:`holm`) and how it was tested."""
+    see :func:`holm`), how it was tested and how many seeds a side would find a difference this large with
+    80 % power (None with one seed on a side; ``MAX_SEEDS + 1``: more than that)."""
 
     difference: float
     ci_low: float
@@ -47,10 +63,16 @@ class Comparison:
     p_unadjusted: float
     method: str
     seeds: tuple[int, int]  # baseline's, system's
+    seeds_for_power: int | None = None
     p: float = field(init=False)
 
     def __post_init__(self) -> None:
         self.p = self.p_unadjusted  # one row tested: nothing to adjust (:func:`holm` adjusts several)
+
+    @property
+    def items_only(self) -> bool:
+        """Whether the p-value covers test-set sampling only (one seed on a side)."""
+        return min(self.seeds) < 2
 
 
 def read_items(run: Run) -> dict[str, dict]:
@@ -119,6 +141,100 @@ def scorer_for(metric: str, runs: list[Run]) -> Scorer:
     return Scorer(metric, _metric_options(runs[0], metric) if runs else {"name": metric})
 
 
+def item_draws(items: int, samples: int = SAMPLES) -> np.ndarray:
+    """(samples + 1) x items weights: all items once, then ``samples`` bootstrap draws (how often each item is
+    drawn), from the fixed seed."""
+    rng = np.random.default_rng(SEED)
+    picks = rng.integers(0, items, size=(samples, items)) + items * np.arange(samples)[:, None]
+    counts = np.bincount(picks.ravel(), minlength=samples * items).reshape(samples, items)
+    return np.concatenate([np.ones((1, items)), counts]).astype(float)
+
+
+def replicates(
+    seeds: list[list[np.ndarray]], weights: np.ndarray, score: Callable[[np.ndarray, int], np.ndarray]
+) -> np.ndarray:
+    """seeds x (1 + draws) scores: each seed's score on all items, then on each draw of :func:`item_draws`.
+    A seed is a list of runs (several when runs share a seed: their scores are averaged), each run an
+    (items x statistics) array over the same items."""
+    items = weights.shape[1]
+    return np.stack([np.mean([score(weights @ run, items) for run in runs], axis=0) for runs in seeds])
+
+
+@dataclass
+class Estimate:
+    """The difference of means (system - baseline), its variance and degrees of freedom, the seeds' variance
+    of one seed's score (pooled over the sides) and what the test items add to the difference's variance.
+    Arrays of any leading shape: :func:`two_level` tests many comparisons at once."""
+
+    difference: np.ndarray
+    variance: np.ndarray
+    df: np.ndarray
+    seed_variance: np.ndarray
+    item_variance: np.ndarray
+
+    def p(self) -> np.ndarray:
+        """Two-sided p-value of the difference against Student's t (1 for no difference, 0 for one without
+        variance)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.nan_to_num(np.abs(self.difference) / np.sqrt(self.variance), nan=0.0)
+        return 2 * distributions.t.sf(t, self.df)
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+        half = distributions.t.ppf(0.5 + confidence / 2, self.df) * np.sqrt(self.variance)
+        return self.difference - half, self.difference + half
+
+
+def _own_item_noise(side: np.ndarray) -> np.ndarray:
+    """The variance that each run's own item noise gives the side's mean score: the spread over draws of each
+    seed's deviation from the side's mean, n / (n - 1) times that of one seed, over n seeds."""
+    n = side.shape[-2]
+    deviations = side[..., 1:] - side[..., 1:].mean(axis=-2, keepdims=True)
+    return deviations.var(axis=-1, ddof=1).sum(axis=-1) / (n * (n - 1))
+
+
+def two_level(baseline: np.ndarray, system: np.ndarray, items: int) -> Estimate:
+    """The test of ``system`` against ``baseline``, each ``[...,] seeds x (1 + draws)`` (:func:`replicates`) over
+    the same ``items`` test items.
+
+    Variance = s_b²/n_b + s_s²/n_s (the seeds, each side's own) + what the draws of test items add beyond the
+    runs' own item noise (never below 0). Degrees of freedom: the Welch–Satterthwaite combination of the three
+    terms (the items' with items - 1), averaged with the pooled seeds' n_b + n_s - 2 plus the same item share.
+    With one seed on a side, the variance over draws alone, with items - 1 degrees of freedom.
+    """
+    n_b, n_s = baseline.shape[-2], system.shape[-2]
+    difference = system[..., 0].mean(axis=-1) - baseline[..., 0].mean(axis=-1)
+    over_draws = (system[..., 1:].mean(axis=-2) - baseline[..., 1:].mean(axis=-2)).var(axis=-1, ddof=1)
+    if min(n_b, n_s) < 2:
+        nothing = np.zeros_like(difference)
+        return Estimate(difference, over_draws, np.full_like(difference, items - 1.0), nothing, over_draws)
+    v_b = baseline[..., 0].var(axis=-1, ddof=1) / n_b
+    v_s = system[..., 0].var(axis=-1, ddof=1) / n_s
+    extra = np.maximum(0.0, over_draws - _own_item_noise(baseline) - _own_item_noise(system))
+    variance = v_b + v_s + extra
+    item_share = extra**2 / (items - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # no variance at all: any df, the difference is exact
+        welch = np.nan_to_num(variance**2 / (v_b**2 / (n_b - 1) + v_s**2 / (n_s - 1) + item_share), nan=np.inf)
+        pooled = np.nan_to_num(variance**2 / ((v_b + v_s) ** 2 / (n_b + n_s - 2) + item_share), nan=np.inf)
+    seed_variance = (v_b * n_b * (n_b - 1) + v_s * n_s * (n_s - 1)) / (n_b + n_s - 2)
+    return Estimate(difference, variance, (welch + pooled) / 2, seed_variance, extra)
+
+
+def seeds_for_power(estimate: Estimate, power: float = POWER, alpha: float = 0.05) -> int:
+    """How many seeds a side a two-sided test at ``alpha`` needs to find the estimate's difference with
+    ``power``, given its seeds' and items' variances (Student's noncentral t; ``MAX_SEEDS + 1``: more)."""
+    effect = abs(float(estimate.difference))
+    for n in range(2, MAX_SEEDS + 1):
+        se = np.sqrt(2 * float(estimate.seed_variance) / n + float(estimate.item_variance))
+        if se == 0:
+            return n
+        df = 2 * n - 2
+        critical = distributions.t.ppf(1 - alpha / 2, df)
+        ncp = effect / se
+        if distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power:
+            return n
+    return MAX_SEEDS + 1
+
+
 def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[list[Run]]) -> Comparison | None:
     """Test ``system`` against ``baseline``, each given as seeds (the runs of one seed; see
     :attr:`zoo.report.aggregate.Group.seeds`), on the test items every run has; None when they share none."""
@@ -131,76 +247,29 @@ def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[
     ids = sorted(set.intersection(*(set(scorer.item_stats(run)) for side in sides for runs in side for run in runs)))
     if not ids:
         return None
+    weights = item_draws(len(ids))
     aligned = [
-        [[np.stack([scorer.item_stats(run)[i] for i in ids]) for run in runs] for runs in side] for side in sides
+        replicates(
+            [[np.stack([scorer.item_stats(run)[i] for i in ids]) for run in runs] for runs in side],
+            weights,
+            scorer.scores,
+        )
+        for side in sides
     ]
-    observed, differences = hierarchical_bootstrap(aligned[0], aligned[1], scorer.scores)
-    low, high = np.percentile(differences, [50 * (1 - CONFIDENCE), 50 * (1 + CONFIDENCE)])
-    single = len(aligned[0]) == len(aligned[1]) == 1
-    one_run_each = single and len(aligned[0][0]) == len(aligned[1][0]) == 1
-    if one_run_each and scorer.sacrebleu is not None:
-        p, method = sacrebleu_paired_p(scorer, sides[0][0][0], sides[1][0][0], ids), PAIRED_SACREBLEU
-    else:
-        p, method = centred_p(differences, observed), PAIRED_ITEMS if single else HIERARCHICAL
-    return Comparison(observed, float(low), float(high), p, method, (len(aligned[0]), len(aligned[1])))
-
-
-def hierarchical_bootstrap(
-    baseline: list[list[np.ndarray]], system: list[list[np.ndarray]], score: Callable[[np.ndarray, int], np.ndarray]
-) -> tuple[float, np.ndarray]:
-    """The observed difference of mean scores (system - baseline) and ``SAMPLES`` resampled differences.
-
-    Each side is a list of seeds, each seed a list of runs (several when runs share a seed: their scores are
-    averaged), each run an (items x statistics) array over the same items. A draw takes one resample of the test
-    items, shared by every run of both sides: the runs were all scored on one test set, so they are paired
-    item by item, and the test set varies as one. It then resamples each side's seeds independently. Seeds are
-    not paired across configurations even when their values match: seed 1 of a GRU and seed 1 of a Transformer
-    share no initialisation, so the runs are independent samples of each configuration's training noise, and
-    pairing by value would invent a correlation (and drop the seeds one side lacks). With one seed a side, this
-    is the paired bootstrap over items (Koehn, 2004).
-    """
-    rng = np.random.default_rng(SEED)
-    items = baseline[0][0].shape[0]
-    draws = rng.integers(0, items, size=(SAMPLES, items)) + items * np.arange(SAMPLES)[:, None]
-    counts = np.bincount(draws.ravel(), minlength=SAMPLES * items).reshape(SAMPLES, items).astype(float)
-    everything = np.ones((1, items))
-
-    def per_seed(side: list[list[np.ndarray]], weights: np.ndarray) -> np.ndarray:  # draws x seeds
-        return np.stack([np.mean([score(weights @ run, items) for run in runs], axis=0) for runs in side], axis=1)
-
-    observed = float(per_seed(system, everything).mean() - per_seed(baseline, everything).mean())
-    sides = []
-    for side in (baseline, system):
-        picks = rng.integers(0, len(side), size=(SAMPLES, len(side)))
-        sides.append(np.take_along_axis(per_seed(side, counts), picks, axis=1).mean(axis=1))
-    return observed, sides[1] - sides[0]
-
-
-def centred_p(differences: np.ndarray, observed: float) -> float:
-    """Two-sided bootstrap p-value: how often the resampled differences, centred on zero (the null hypothesis),
-    lie at least as far from it as the observed one."""
-    centred = differences - differences.mean()
-    return float((np.sum(np.abs(centred) >= abs(observed)) + 1) / (len(differences) + 1))
-
-
-def sacrebleu_paired_p(scorer: Scorer, baseline: Run, system: Run, ids: list[str]) -> float:
-    """sacrebleu's paired bootstrap test (Koehn, 2004) of one run against another, over ``ids`` in order
-    (sacrebleu seeds it from ``SACREBLEU_SEED``, 12345 unless set)."""
-    from sacrebleu.significance import PairedTest
-
-    from zoo.metrics import reference_streams
-
-    items = [read_items(run) for run in (baseline, system)]
-    test = PairedTest(
-        [(name, [rows[i]["hypothesis"] for i in ids]) for name, rows in zip(("baseline", "system"), items)],
-        {scorer.metric: scorer.sacrebleu},
-        reference_streams([items[0][i]["references"] for i in ids]),
-        test_type="bs",
-        n_samples=SAMPLES,
+    estimate = two_level(aligned[0], aligned[1], len(ids))
+    low, high = estimate.interval()
+    seeds = (len(aligned[0]), len(aligned[1]))
+    comparison = Comparison(
+        float(estimate.difference),
+        float(low),
+        float(high),
+        float(estimate.p()),
+        ITEMS_ONLY if min(seeds) < 2 else TWO_LEVEL,
+        seeds,
     )
-    _, results = test()
-    (column,) = [key for key in results if key != "System"]
-    return results[column][1].p_value
+    if not comparison.items_only:
+        comparison.seeds_for_power = seeds_for_power(estimate)
+    return comparison
 
 
 def holm(p_values: list[float]) -> list[float]:
