@@ -34,13 +34,17 @@ def comparisons(seeds: int, item_sd: float, effect: float = 0.0, count: int = CO
     for start in range(0, count, 250):
         k = min(250, count - start)
         difficulty = rng.normal(0, DIFFICULTY_SD, size=(k, 1, ITEMS))
+        yield tuple(
+            _scores(rng, difficulty, seeds, item_sd, shift) @ weights.T / ITEMS  # additive: the mean over items
+            for shift in (0.0, effect)
+        )
 
-        def side(shift: float) -> np.ndarray:
-            offsets = rng.normal(0, SEED_SD, (k, seeds, 1))
-            scores = 60 + shift + difficulty + offsets + rng.normal(0, item_sd, (k, seeds, ITEMS))
-            return scores @ weights.T / ITEMS  # additive scores: the mean over the items drawn
 
-        yield side(0.0), side(effect)
+def _scores(rng: np.random.Generator, difficulty: np.ndarray, seeds: int, item_sd: float, shift: float):
+    """batch x seeds x items scores of one side: shared difficulty, each seed's offset, each run's item noise."""
+    batch = difficulty.shape[0]
+    offsets = rng.normal(0, SEED_SD, (batch, seeds, 1))
+    return 60 + shift + difficulty + offsets + rng.normal(0, item_sd, (batch, seeds, ITEMS))
 
 
 def simulate(seeds: int, item_sd: float, effect: float = 0.0, seed: int = 0) -> np.ndarray:
