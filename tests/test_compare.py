@@ -175,8 +175,8 @@ def test_a_run_reached_twice_counts_once_and_runs_sharing_a_seed_are_flagged(tmp
     runs = find_runs([tmp_path / "sweep", tmp_path / "sweep" / "0", f"{tmp_path}/sweep/../sweep/0", tmp_path / "again"])
     assert len(runs) == 3
     (group,) = Leaderboard(runs).groups
-    assert len(group.seeds) == 2 and group.metrics["bleu"].mean == 32.5  # seed 1: (30 + 32) / 2, seed 2: 34
-    assert group.shared_seeds == ["2 runs share seed 1"]
+    assert len(group.repetitions) == 2 and group.metrics["bleu"].mean == 32.5  # seed 1: (30 + 32) / 2, seed 2: 34
+    assert group.shared_seeds == ["2 runs share seed 1 (counted once)"]
     assert "gru: 2 runs share seed 1 (counted once)" in compare(
         [tmp_path / "sweep", tmp_path / "again"], fmt="markdown"
     )
@@ -191,15 +191,40 @@ def test_group_by_any_config_key_seed_or_learning_rate(tmp_path):
             config,
         )
     by_seed = Leaderboard(find_runs([tmp_path]), by=["seed"])
-    assert [(g.label, len(g.seeds), g.metrics["bleu"].mean) for g in by_seed.groups] == [
-        ("seed=2", 4, 21.5),
-        ("seed=1", 4, 11.5),
+    assert [(g.label, len(g.seeds), len(g.configurations), g.metrics["bleu"].mean) for g in by_seed.groups] == [
+        ("seed=2", 1, 4, 21.5),
+        ("seed=1", 1, 4, 11.5),
     ]
     by_lr = Leaderboard(find_runs([tmp_path]), by=["optim.lr"])
     assert [g.label for g in by_lr.groups] == ["optim.lr=0.002", "optim.lr=0.001"]
     # by configuration, each row is named by every setting that differs, not only by the overrides
     labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
     assert labels == {f"encoder={e} optim.lr={lr}" for e in ("gru", "lstm") for lr in (0.001, 0.002)}
+
+
+def test_a_row_pooling_configurations_counts_seeds_and_configurations_apart(tmp_path):
+    for k, (attention, seed) in enumerate(product(("dot", "additive"), (1, 2))):
+        config = {"encoder": {"name": "gru"}, "attention": {"name": attention}, "seed": seed}
+        write(tmp_path / str(k), {**summary("gru", {"bleu": 10.0 * seed}, seed=seed), "config_key": attention}, config)
+    board = Leaderboard(find_runs([tmp_path]), by=["seed"])
+    assert [row[:2] for row in board.view().rows] == [["seed=2", "1 × 2 cfg"], ["seed=1", "1 × 2 cfg"]]
+    assert "seed=1: pools 2 configurations; its ± is over configurations and seeds, not seeds alone" in (
+        board.footnote()
+    )
+    (row,) = [r for r in csv.DictReader(io.StringIO(board.csv())) if r["configuration"] == "seed=1"]
+    assert (row["seeds"], row["configurations"]) == ("1", "2")
+    assert {(r["seeds"], r["configurations"]) for r in json.loads(board.json())["rows"]} == {(1, 2)}
+    uneven = Leaderboard([run for run in find_runs([tmp_path]) if run.path.name != "1"], by=["encoder"])
+    assert uneven.view().rows[0][1] == "3 of 2 × 2 cfg"  # additive at seeds 1 and 2, dot at seed 1 only
+
+
+def test_runs_of_several_configurations_sharing_a_seed_are_flagged(tmp_path):
+    for name, seed, key in (("recipe1", 1, "recipe"), ("recipe2", 2, "recipe"), ("tuned1", 1, "tuned")):
+        config = {"encoder": {"name": "gru"}, "model": "gru", "seed": seed}
+        write(tmp_path / name, {**summary("gru", {"bleu": 30.0}, seed=seed), "config_key": key}, config)
+    (group,) = Leaderboard(find_runs([tmp_path]), by=["model"]).groups
+    assert group.shared_seeds == ["seed 1 is used by 2 runs (2 configurations)"]
+    assert "model=gru: seed 1 is used by 2 runs (2 configurations)" in compare([tmp_path], by=["model"], fmt="markdown")
 
 
 def test_by_an_unknown_key_names_the_close_ones(tmp_path):

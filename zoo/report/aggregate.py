@@ -5,8 +5,11 @@ differ only in seed, paths or logging), labelled by every setting in which the
 groups differ; ``by`` groups by chosen settings instead (``encoder,attention``,
 ``optim.lr``, ``seed``), pooling whatever else differs.
 
-Seeds are counted by distinct value: runs of one configuration that share a seed
-are one repetition (their values averaged), flagged in :attr:`Group.shared_seeds`.
+A group's statistics are over repetitions, one per configuration and seed: runs of one
+configuration that share a seed are one repetition (their values averaged). A ``by``
+row may pool several configurations, whose repetitions are then not seeds alone
+(:attr:`Group.configurations`); runs sharing a seed within a group, of one
+configuration or several, are flagged in :attr:`Group.shared_seeds`.
 """
 
 from __future__ import annotations
@@ -78,20 +81,47 @@ class Group:
         return [run for run in self.runs if run.status == "finished"]
 
     @property
-    def seeds(self) -> list[list[Run]]:
-        """The finished runs as independent repetitions, ordered by seed then path: the runs of one
-        configuration that share a seed are one repetition, not several."""
+    def repetitions(self) -> list[list[Run]]:
+        """The finished runs as independent repetitions, one per (configuration, seed), ordered by seed then path:
+        what the statistics and the test are over. Runs of one configuration that share a seed are one
+        repetition, not several; in a row pooling configurations the repetitions are not seeds alone."""
         repetitions: dict[tuple, list[Run]] = {}
         for run in sorted(self.finished, key=run_order):
-            repetitions.setdefault(
-                (run.summary.get("config_key") or str(run.path.resolve()), str(run.seed)), []
-            ).append(run)
+            repetitions.setdefault((_configuration(run), str(run.seed)), []).append(run)
         return list(repetitions.values())
 
     @property
+    def seeds(self) -> list[str]:
+        """The distinct seeds of the finished runs, in order."""
+        return list(dict.fromkeys(str(run.seed) for run in sorted(self.finished, key=run_order)))
+
+    @property
+    def configurations(self) -> list[str]:
+        """The distinct configurations (config keys) of the finished runs: more than one in a ``by`` row that
+        pools them, whose spread is then over configurations as well as seeds."""
+        return list(dict.fromkeys(_configuration(run) for run in self.finished))
+
+    @property
     def shared_seeds(self) -> list[str]:
-        """What to flag under the table: ``2 runs share seed 1`` for each repetition made of several runs."""
-        return [f"{len(runs)} runs share seed {runs[0].seed}" for runs in self.seeds if len(runs) > 1]
+        """What to flag under the table, for each seed used by several finished runs: runs of one configuration
+        are one repetition (counted once); runs of several configurations are flagged too, being no seeds apart."""
+        by_seed: dict[str, list[Run]] = {}
+        for run in sorted(self.finished, key=run_order):
+            by_seed.setdefault(str(run.seed), []).append(run)
+        notes = []
+        for seed, runs in by_seed.items():
+            configurations = len({_configuration(run) for run in runs})
+            if configurations == 1 and len(runs) > 1:
+                notes.append(f"{len(runs)} runs share seed {seed} (counted once)")
+            elif configurations > 1:
+                once = "; a configuration's runs counted once" if len(runs) > configurations else ""
+                notes.append(f"seed {seed} is used by {len(runs)} runs ({configurations} configurations{once})")
+        return notes
+
+
+def _configuration(run: Run) -> str:
+    """The run's configuration: its config key, else (a summary without one) the run itself."""
+    return run.summary.get("config_key") or str(run.path.resolve())
 
 
 def run_order(run: Run) -> tuple:
@@ -238,18 +268,18 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
     named = _names(members, by)
     for (label, tag), settings, its_runs in zip(_labels(members, named), named, members):
         group = Group(label, its_runs, settings, tag)
-        seeds, done = group.seeds, group.finished
+        repetitions, done = group.repetitions, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
-        group.metrics = {name: _over_seeds(seeds, lambda run, name=name: run.score(name)) for name in names}
+        group.metrics = {name: _over_seeds(repetitions, lambda run, name=name: run.score(name)) for name in names}
         group.costs = {
             column: stat
             for path, column in COSTS.items()
-            if (stat := _over_seeds(seeds, lambda run, path=path: _lookup(run.summary, path)))
+            if (stat := _over_seeds(repetitions, lambda run, path=path: _lookup(run.summary, path)))
         }
         group.breakdowns = {
             key: stat
             for key in breakdown_keys(done)
-            if (stat := _over_seeds(seeds, lambda run, key=key: _lookup(run.summary, ("breakdowns", *key))))
+            if (stat := _over_seeds(repetitions, lambda run, key=key: _lookup(run.summary, ("breakdowns", *key))))
         }
         groups.append(group)
     return groups

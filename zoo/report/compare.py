@@ -98,7 +98,7 @@ class Leaderboard:
         self.baseline = baseline
         scorer = scorer_for(self.sort, baseline.finished)
         self.comparisons = {
-            group.label: compare_to_baseline(scorer, baseline.seeds, group.seeds)
+            group.label: compare_to_baseline(scorer, baseline.repetitions, group.repetitions)
             for group in self.groups
             if group is not baseline
         }
@@ -187,6 +187,17 @@ class Leaderboard:
             return ""
         return f">{MAX_SEEDS}" if c.seeds_for_power > MAX_SEEDS else str(c.seeds_for_power)
 
+    @staticmethod
+    def _n(group: Group) -> str:
+        """The row's seeds and, in a row pooling configurations, their number (``1 × 2 cfg``; ``4 of 3 × 2 cfg``
+        where not every configuration has every seed): configurations are never counted as seeds."""
+        seeds, configurations = len(group.seeds), len(group.configurations)
+        if configurations < 2:
+            return str(seeds)
+        grid = f"{seeds} × {configurations} cfg"
+        repetitions = len(group.repetitions)
+        return grid if repetitions == seeds * configurations else f"{repetitions} of {grid}"
+
     def _significant(self, group: Group) -> bool:
         c = self.comparisons.get(group.label)
         return c is not None and not c.items_only and c.p < SIGNIFICANCE
@@ -200,7 +211,7 @@ class Leaderboard:
             mark_best(column, self.directions.get(column.name, True))
         columns = [
             Column("configuration", [Cell(g.name(shared)) for g in self.groups], numeric=False),
-            Column("n", [Cell(str(len(g.seeds)), len(g.seeds)) for g in self.groups]),
+            Column("n", [Cell(self._n(g), len(g.repetitions)) for g in self.groups]),
             *metrics,
             *self._test_columns(self._decimals([g.metrics.get(self.sort) for g in self.groups])),
             *(
@@ -221,12 +232,19 @@ class Leaderboard:
         return {"table": self.table, "markdown": self.markdown, "csv": self.csv, "json": self.json}[fmt]()
 
     def footnote(self) -> str:
-        """How to read the table: the sort order, the significance method, shared seeds, the runs left out."""
+        """How to read the table: the sort order, the significance method, rows pooling configurations, shared
+        seeds, the runs left out."""
         order = "higher" if self.higher_is_better else "lower"
         lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds, each counted once"]
         if self.baseline:
             lines.append(self.method())
-        lines += [f"{g.label}: {note} (counted once)" for g in self.groups for note in g.shared_seeds]
+        for g in self.groups:
+            if len(g.configurations) > 1:
+                lines.append(
+                    f"{g.label}: pools {len(g.configurations)} configurations; "
+                    "its ± is over configurations and seeds, not seeds alone"
+                )
+            lines += [f"{g.label}: {note}" for note in g.shared_seeds]
         if self.skipped:
             lines.append(
                 f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
@@ -247,7 +265,7 @@ class Leaderboard:
         untested, tested = methods.pop("", []), sum(map(len, methods.values()))
         used = "; ".join(m if len(methods) == 1 else f"{m} for {', '.join(labels)}" for m, labels in methods.items())
         line = (
-            f"Δ {self.sort}: row - {self.baseline.label} ({len(self.baseline.seeds)} seeds), mean over seeds with "
+            f"Δ {self.sort}: row - {self.baseline.label} ({self._seeds_of(self.baseline)}), mean over seeds with "
             f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'} (seeds' variance + {SAMPLES} draws of "
             f"the test items (Koehn, 2004), Student's t; docs/results.md shows its calibration), Holm-adjusted over "
             f"{tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
@@ -263,6 +281,12 @@ class Leaderboard:
                 f"{POWER:.0%} power at p < {SIGNIFICANCE}, from the seeds' and items' variance seen"
             )
         return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
+
+    @staticmethod
+    def _seeds_of(group: Group) -> str:
+        """``2 seeds``, or ``2 seeds of 2 configurations`` for a row pooling them."""
+        configurations = len(group.configurations)
+        return f"{len(group.seeds)} seeds" + (f" of {configurations} configurations" if configurations > 1 else "")
 
     def _test_fields(self, group: Group) -> dict:
         c = self.comparisons.get(group.label)
@@ -284,6 +308,7 @@ class Leaderboard:
             [
                 "configuration",
                 "seeds",
+                "configurations",
                 *(f"{c} {part}" for c in stat_columns for part in ("mean", "std")),
                 *tests,
                 "runs",
@@ -294,9 +319,8 @@ class Leaderboard:
             stats += [g.breakdowns.get(key) for key in self.breakdowns]
             cells = [value for s in stats for value in ((s.mean, s.std) if s else ("", ""))]
             fields = self._test_fields(g) if self.baseline else {}
-            writer.writerow(
-                [g.label, len(g.seeds), *cells, *("" if v is None else v for v in fields.values()), self._status(g)]
-            )
+            tested = ("" if v is None else v for v in fields.values())
+            writer.writerow([g.label, len(g.seeds), len(g.configurations), *cells, *tested, self._status(g)])
         return out.getvalue().rstrip()
 
     def json(self) -> str:
@@ -314,6 +338,7 @@ class Leaderboard:
             {
                 "configuration": g.label,
                 "seeds": len(g.seeds),
+                "configurations": len(g.configurations),
                 "runs": [str(r.path) for r in g.runs],
                 "status": dict(g.statuses),
                 "shared_seeds": g.shared_seeds,

@@ -236,8 +236,9 @@ def seeds_for_power(estimate: Estimate, power: float = POWER, alpha: float = 0.0
 
 
 def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[list[Run]]) -> Comparison | None:
-    """Test ``system`` against ``baseline``, each given as seeds (the runs of one seed; see
-    :attr:`zoo.report.aggregate.Group.seeds`), on the test items every run has; None when they share none."""
+    """Test ``system`` against ``baseline``, each given as repetitions (the runs of one configuration and seed;
+    see :attr:`zoo.report.aggregate.Group.repetitions`), on the test items every run has; None when they share
+    none."""
     sides = [
         [[run for run in runs if scorer.item_stats(run) is not None] for runs in side] for side in (baseline, system)
     ]
