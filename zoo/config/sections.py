@@ -95,6 +95,11 @@ class TrainerConfig:
     average_last: int = 0
     # The same with the N best validations by the monitored metric instead of the last N. 0: off; not with average_last.
     average_best: int = 0
+    # Training compute as the budget (zoo.training.compute): train for this many FLOPs (counted on the first
+    # batches) instead of max_epochs, the learning-rate schedule laid out to end there, no early stopping. null: off.
+    budget_flops: float | None = None
+    # With budget_flops: validate at this many equal fractions of the budget (the same grid for every model).
+    budget_validations: int = 8
 
     def __post_init__(self) -> None:
         if self.max_steps == -1:
@@ -114,6 +119,9 @@ class TrainerConfig:
         at_least(self, "checkpoint_every_minutes", 0, "0 writes last.ckpt only at validations and on a signal")
         at_least(self, "average_last", 0, "0 turns averaging off")
         at_least(self, "average_best", 0, "0 turns averaging off")
+        if self.budget_flops is not None:
+            positive(self, "budget_flops", "e.g. 1e12, or null to train for max_epochs")
+        at_least(self, "budget_validations", 1)
         if self.average_last and self.average_best:
             raise ConfigError(
                 f"average_best={self.average_best} with average_last={self.average_last}: average the weights of the "

@@ -29,11 +29,15 @@ COSTS = {
     ("parameters", "trainable"): "params",
     ("parameters", "frozen"): "frozen",
     ("train_seconds",): "train s",
+    ("compute", "flops"): "train TFLOPs",
+    ("compute", "processor_seconds"): "proc s",
     ("tokens_per_second",): "tokens/s",
     ("peak_memory_mb",): "memory MB",
     ("latency_ms", "greedy"): "ms/item greedy",
     ("latency_ms", "beam"): "ms/item beam",
 }
+#: Cost columns shown in other units than the summary's: column -> factor.
+COST_UNITS = {"train TFLOPs": 1e-12}
 
 
 @dataclass
@@ -135,6 +139,11 @@ def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, (int, float)) else None
+
+
+def _cost(run: Run, path: tuple[str, ...], column: str) -> float | None:
+    value = _lookup(run.summary, path)
+    return None if value is None else value * COST_UNITS.get(column, 1)
 
 
 def _over_seeds(seeds: list[list[Run]], value: Callable[[Run], float | None]) -> Stat | None:
@@ -274,7 +283,7 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
         group.costs = {
             column: stat
             for path, column in COSTS.items()
-            if (stat := _over_seeds(repetitions, lambda run, path=path: _lookup(run.summary, path)))
+            if (stat := _over_seeds(repetitions, lambda run, path=path, column=column: _cost(run, path, column)))
         }
         group.breakdowns = {
             key: stat

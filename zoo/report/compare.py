@@ -25,7 +25,7 @@ from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_be
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, MAX_SEEDS, POWER, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 from zoo.report.terminal import draw
-from zoo.search.report import format_search, search_families, search_record
+from zoo.search.report import format_search, mark_tuned, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
@@ -35,7 +35,7 @@ SIGNIFICANCE = 0.05
 #: Marks a p-value that covers test-set sampling only (one seed on a side): never starred.
 ITEMS_ONLY_MARK = " †"
 #: Decimals of each cost column: measured, not scored, so at a fixed precision (one decimal for the others).
-COST_DECIMALS = {"params": 0, "frozen": 0, "tokens/s": 0, "train s": 0}
+COST_DECIMALS = {"params": 0, "frozen": 0, "tokens/s": 0, "train s": 0, "proc s": 0, "train TFLOPs": 2}
 #: The decimals of a score column, at least (more where its rows would read alike).
 SCORE_DECIMALS = 1
 
@@ -62,7 +62,7 @@ class Leaderboard:
         self.digits = digits
         self.runs = runs
         self.skipped = skipped or []
-        self.groups = group_runs(runs, by)
+        self.groups = mark_tuned(group_runs(runs, by))
         summaries = [run.summary for run in runs]
         self.metrics = list(dict.fromkeys(name for s in summaries for name in s.get("test", {})))
         self.sort = sort or next((s["monitor"] for s in summaries if s.get("monitor")), None)

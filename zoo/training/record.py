@@ -28,6 +28,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.errors import one_line_reason
+from zoo.training.compute import FLOPS_METHOD
 from zoo.training.interruptions import RunInterrupted
 from zoo.training.layout import SUMMARY_FILE
 from zoo.training.summary import peak_memory_mb
@@ -65,6 +66,7 @@ class RunRecord(Callback):
         self.trained: dict[str, Any] = {}  # what training measured, once it has ended (before the test)
         self._segment_start: tuple[float, int] | None = None  # this segment's fit: (perf_counter, first step)
         self._trainer: Any = None
+        self.compute: Any = None  # the ComputeMeter counting this segment's FLOPs and processor-seconds
 
     def resume_from(self, previous: dict, step: int) -> None:
         """Continue the record of an earlier part of this run, resumed from a checkpoint at global ``step``:
@@ -103,6 +105,7 @@ class RunRecord(Callback):
             "to_step": self._trainer.global_step,
             "train_seconds": round(time.perf_counter() - started, 2),
             "peak_memory_mb": round(peak_memory_mb(self._trainer.strategy.root_device), 1),
+            **(self.compute.segment() if self.compute is not None else {}),
             "ended": ended,
         }
 
@@ -209,11 +212,17 @@ class RunRecord(Callback):
 
 
 def totals(segments: list[dict]) -> dict:
-    """The run's cost over all its segments: training seconds add up, peak memory is the largest peak."""
+    """The run's cost over all its segments: training seconds, FLOPs and processor-seconds add up (a segment
+    recorded before they were counted adds none), peak memory is the largest peak."""
     if not segments:
         return {}
     return {
         "segments": segments,
         "train_seconds": round(sum(s["train_seconds"] for s in segments), 2),
         "peak_memory_mb": max(s["peak_memory_mb"] for s in segments),
+        "compute": {
+            "flops": sum(s.get("flops", 0) for s in segments),
+            "processor_seconds": round(sum(s.get("processor_seconds", 0.0) for s in segments), 2),
+            "flops_method": FLOPS_METHOD,
+        },
     }

@@ -37,6 +37,7 @@ from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.training.averaging import average_checkpoints, validation_prefers_average, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
+from zoo.training.compute import ComputeMeter, processes, steps_for_budget
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
 from zoo.training.initial import read_initial, start_from
@@ -183,8 +184,16 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run_dir, None if resume.tests_only else resume.step)
     options = lightning_options(cfg.trainer)
+    if cfg.trainer.budget_flops is not None:
+        options.update(budget_options(cfg.trainer, module, data, record))
     if resume.tests_only:
         options["max_steps"] = resume.step
+    stopping = (
+        []
+        if cfg.trainer.budget_flops is not None  # a budget is spent whole: the schedule ends there
+        else [EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False)]
+    )
+    record.compute = ComputeMeter()
     trainer = L.Trainer(
         **options,
         default_root_dir=str(run_dir),
@@ -192,8 +201,9 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
         callbacks=[
             best,
             last,
-            EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False),
+            *stopping,
             throughput,
+            record.compute,
             TrainingCurves(cfg.trainer.log_every_n_steps),
             record,
             interruptions,
@@ -205,6 +215,30 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
         reload_dataloaders_every_n_epochs=1,  # each epoch has its own number of token-budget batches
     )
     return Job(cfg, run_dir, data, module, trainer, best, last, throughput, record, interruptions, snapshots)
+
+
+def budget_options(trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, record: RunRecord) -> dict:
+    """``trainer.budget_flops`` as Lightning's limits: the optimiser steps that spend it (:mod:`zoo.training.compute`),
+    validated at ``budget_validations`` equal fractions of it. The warmup is at most a tenth of those steps, so a
+    small budget is not spent warming up; the record says what was laid out."""
+    steps = steps_for_budget(
+        trainer_cfg.budget_flops,
+        module,
+        data.train_dataloader(),
+        processes(trainer_cfg),
+        trainer_cfg.budget_validations,
+    )
+    optim = module.cfg["optim"]
+    optim["warmup_steps"] = min(optim["warmup_steps"], steps // 10)
+    laid_out = {"flops": trainer_cfg.budget_flops, "steps": steps, "warmup_steps": optim["warmup_steps"]}
+    record.identity["budget"] = laid_out
+    log.info("budget %.3g FLOPs: %d optimiser steps, warmup %d", trainer_cfg.budget_flops, steps, optim["warmup_steps"])
+    return {
+        "max_steps": steps,
+        "max_epochs": -1,
+        "val_check_interval": steps // trainer_cfg.budget_validations,
+        "check_val_every_n_epoch": None,
+    }
 
 
 # -------------------------------------------------------------------------------------------- fit, test
@@ -312,7 +346,15 @@ def quiet_lightning() -> None:
 
 
 # TrainerConfig fields that are zoo's own; every other field is passed to lightning.Trainer as it is.
-ZOO_TRAINER_FIELDS = ("patience", "cpu_threads", "checkpoint_every_minutes", "average_last", "average_best")
+ZOO_TRAINER_FIELDS = (
+    "patience",
+    "cpu_threads",
+    "checkpoint_every_minutes",
+    "average_last",
+    "average_best",
+    "budget_flops",
+    "budget_validations",
+)
 
 
 def lightning_options(trainer_cfg: DictConfig) -> dict:

@@ -1,0 +1,119 @@
+"""Training compute: FLOPs counted on real batches and processor-seconds, per segment; budgets stated in FLOPs.
+
+Equal epochs are not equal compute: a GRU and a Transformer do very different work per batch (Kaplan et al.,
+2020; Tay et al., 2022 compare architectures at equal compute). So every run records what it spent:
+
+- **FLOPs**: ``torch.utils.flop_counter.FlopCounterMode`` counts the matrix products (forward, backward and
+  optimiser) of the first :data:`COUNTED_BATCHES` training batches of each segment exactly; counting every batch
+  would slow a small recurrent model 4x, so later batches are charged the counted FLOPs per target token times
+  their target tokens (token-budget batches differ little). Element-wise work is not counted, as usual.
+- **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
+  times the processes.
+
+A budget (``trainer.budget_flops``) is turned into optimiser steps before training, from the FLOPs of the first
+training batches counted on a copy of the model (:func:`steps_for_budget`): ``max_steps`` ends there, so the
+learning-rate schedule is laid out to end at the budget, and validation runs at the same fractions of it
+(``trainer.budget_validations``) for every family.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import time
+
+import torch
+from lightning.pytorch.callbacks import Callback
+from torch.utils.flop_counter import FlopCounterMode
+
+from zoo.data.collate import PAD
+
+COUNTED_BATCHES = 4
+FLOPS_METHOD = (
+    f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
+    "optimiser), then per target token"
+)
+
+
+def target_tokens(batch: dict) -> int:
+    return int((batch["target_out"] != PAD).sum())
+
+
+class ComputeMeter(Callback):
+    """Counts this process's training FLOPs and processor-seconds since its segment started (the run record adds
+    up the segments, :mod:`zoo.training.record`); under DDP every process does the same work, so the run's
+    FLOPs are one process's times the processes."""
+
+    def __init__(self) -> None:
+        self.flops = 0.0
+        self._counted = (0.0, 0)  # FLOPs and target tokens of the batches counted exactly
+        self._batches_counted = 0
+        self._counter: FlopCounterMode | None = None
+        self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
+        self._processes = 1
+        self._gpu = False
+
+    def on_fit_start(self, trainer, module) -> None:
+        self.flops, self._counted, self._batches_counted = 0.0, (0.0, 0), 0
+        self._started = (time.process_time(), time.perf_counter())
+        self._processes = trainer.world_size
+        self._gpu = trainer.strategy.root_device.type == "cuda"
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if self._batches_counted < COUNTED_BATCHES or not self._counted[1]:
+            self._counter = FlopCounterMode(display=False)
+            self._counter.__enter__()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        tokens = target_tokens(batch)
+        if self._counter is not None:
+            self._counter.__exit__(None, None, None)
+            flops, self._counter = float(self._counter.get_total_flops()), None
+            self._counted = (self._counted[0] + flops, self._counted[1] + tokens)
+            self._batches_counted += 1
+            self.flops += flops
+        elif self._counted[1]:
+            self.flops += self._counted[0] / self._counted[1] * tokens
+
+    def segment(self) -> dict:
+        """This segment's compute so far, as the run record keeps it."""
+        if self._started is None:
+            return {}
+        cpu, wall = self._started
+        seconds = (time.perf_counter() - wall) * self._processes if self._gpu else time.process_time() - cpu
+        return {"flops": round(self.flops * self._processes), "processor_seconds": round(seconds, 2)}
+
+
+def flops_per_batch(module: torch.nn.Module, batches: list[dict]) -> float:
+    """The mean FLOPs of a training step (forward and backward of the loss) over ``batches``, counted on a copy
+    of the model with the random state restored, so the run itself draws and computes exactly as without it."""
+    probe = copy.deepcopy(module)
+    probe.train()
+    with torch.random.fork_rng(), FlopCounterMode(display=False) as counter:
+        for batch in batches:
+            probe._loss(batch).backward()
+    return counter.get_total_flops() / len(batches)
+
+
+def processes(trainer_cfg) -> int:
+    """How many training processes the ``trainer`` section starts (``devices`` per machine times ``num_nodes``)."""
+    devices = trainer_cfg.devices
+    if isinstance(devices, str) and devices.lstrip("-").isdigit():
+        devices = int(devices)
+    if isinstance(devices, int) and devices > 0:
+        per_node = devices
+    elif isinstance(devices, (list, tuple)) or hasattr(devices, "__len__") and not isinstance(devices, str):
+        per_node = len(devices)
+    else:  # -1 or "auto": every GPU, or one CPU process
+        per_node = torch.cuda.device_count() if trainer_cfg.accelerator != "cpu" and torch.cuda.is_available() else 1
+    return max(1, per_node) * trainer_cfg.num_nodes
+
+
+def steps_for_budget(budget: float, module: torch.nn.Module, loader, processes: int, validations: int) -> int:
+    """Optimiser steps that spend ``budget`` FLOPs, a multiple of ``validations`` (at least one step each) so
+    validation falls on the same fractions of the budget in every run."""
+    batches = list(itertools.islice(iter(loader), COUNTED_BATCHES))
+    per_step = flops_per_batch(module, batches) * processes
+    steps = max(validations, validations * round(budget / per_step / validations))
+    return int(math.ceil(steps))
