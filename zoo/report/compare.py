@@ -22,6 +22,7 @@ from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
+from zoo.report.frontier import frontier
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, MAX_SEEDS, POWER, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 from zoo.report.terminal import draw
@@ -462,7 +463,15 @@ def compare(
         if board.runs or board.skipped or not families
     )
     search = format_search(families, markdown=fmt == "markdown") if fmt in ("table", "markdown") else ""
-    return "\n".join(part for part in (search, text) if part)
+    compute = compute_section(boards) if fmt in ("table", "markdown") else ""
+    return "\n".join(part for part in (search, text, compute) if part)
+
+
+def compute_section(boards: list[tuple[str, Leaderboard]]) -> str:
+    """Who wins at which budget (:mod:`zoo.report.frontier`), for the first board's runs trained to budgets."""
+    board = boards[0][1]
+    found = frontier(board.runs, board.sort, board.higher_is_better) if board.sort else None
+    return f"\nscore against training compute\n{found.table()}" if found else ""
 
 
 def write_report(

@@ -29,6 +29,7 @@ from plotly.subplots import make_subplots
 from zoo.report.bands import error_bars, metric_bounds
 from zoo.report.columns import Cell
 from zoo.report.compare import SIGNIFICANCE, Leaderboard
+from zoo.report.frontier import frontier
 from zoo.report.live import as_script, page_data
 from zoo.report.pictures import attention_pictures
 from zoo.report.runs import Run
@@ -160,6 +161,51 @@ def quality_against_cost(board: Leaderboard) -> str:
     return _figure(fig)
 
 
+def score_against_compute(board: Leaderboard) -> list[str]:
+    """Each family's test score against the FLOPs it trained for (log axis), mean with the seeds' ± std as a band,
+    and the table naming who leads at each budget (:mod:`zoo.report.frontier`); nothing without budgeted runs."""
+    found = frontier(board.runs, board.sort, board.higher_is_better) if board.sort else None
+    if found is None:
+        return []
+    fig = go.Figure()
+    for k, name in enumerate(found.families):
+        line = [p for p in found.points if p.family == name]
+        x = [p.flops for p in line]
+        low = [p.score.mean - p.score.std for p in line]
+        high = [p.score.mean + p.score.std for p in line]
+        fig.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=high + low[::-1],
+                fill="toself",
+                fillcolor=_colour(k),
+                opacity=0.15,
+                line={"width": 0},
+                hoverinfo="skip",
+                legendgroup=name,
+                showlegend=False,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[p.score.mean for p in line],
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                line={"color": _colour(k)},
+                text=[f"n={p.score.n}, budget {p.budget:.3g}" for p in line],
+            )
+        )
+    fig.update_xaxes(title_text="training FLOPs (recorded)", type="log")
+    fig.update_yaxes(title_text=f"test {board.sort}")
+    return [
+        "<h2>Score against compute</h2>",
+        _figure(fig),
+        f"<pre>{html.escape(found.table())}</pre>",
+    ]
+
+
 def breakdowns(board: Leaderboard) -> str:
     """One bar chart per breakdown the task reported and score in it (BLEU by source length), one bar per
     configuration, titled with the task's own names."""
@@ -218,6 +264,7 @@ def sections(
             "<h2>Leaderboard</h2>",
             leaderboard_table(board),
             f'<p class="note">{footnote}</p>',
+            *score_against_compute(board),
         ]
         bottom += [
             *heading,
@@ -277,7 +324,8 @@ def render(
 
 
 def runs_of(boards: list[tuple[str, Leaderboard]], families: list[Family]) -> list[Run]:
-    """Every run the boards and searches hold (the runs skipped from a table too), in path order."""
+    """Every run the boards and searches hold (the runs skipped from a table, and the trials that failed, too), in
+    path order."""
     runs = [run for _, board in boards for run in (*board.runs, *board.skipped)]
-    runs += [run for family in families for run in (*family.trials.values(), *family.reseeds)]
+    runs += [run for family in families for run in (*family.trials.values(), *family.unscored, *family.reseeds)]
     return sorted({run.path: run for run in runs}.values(), key=lambda run: str(run.path))

@@ -1,0 +1,141 @@
+"""Who wins at which budget: each family's test score against its training compute, and where the ranking changes.
+
+Runs trained with ``trainer.budget_flops`` (:mod:`zoo.training.compute`) are placed by family (the ``model``
+recipe, else the encoder) and budget; each point is the mean over seeds of the test score and of the FLOPs the
+runs recorded, with the seeds' standard deviation. At each budget the families are ranked by mean score, the
+leader tested against the runner-up with ``zoo compare``'s test (:mod:`zoo.report.stats`); a ranking that
+differs between two budgets is named, with how sure the leader is at each. Scaling studies ask exactly this
+(Kaplan et al., 2020; Tay et al., 2022).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from zoo.report.aggregate import Stat, run_order
+from zoo.report.runs import Run
+from zoo.report.stats import Comparison, compare_to_baseline, scorer_for
+
+
+@dataclass
+class Point:
+    """One family at one budget: its seeds' runs, mean test score and mean recorded FLOPs."""
+
+    family: str
+    budget: float
+    runs: list[Run]
+    score: Stat
+    flops: float
+
+
+def family(run: Run) -> str:
+    """What a compute comparison compares: the ``model`` recipe, else the encoder."""
+    return f"model={run.choices['model']}" if run.choices.get("model") else f"encoder={run.setting('encoder')}"
+
+
+def budget(run: Run) -> float | None:
+    laid_out = run.summary.get("budget")
+    return float(laid_out["flops"]) if isinstance(laid_out, dict) and laid_out.get("flops") else None
+
+
+def points(runs: list[Run], metric: str) -> list[Point]:
+    """Each (family, budget) of the finished budgeted runs that have ``metric``, by family then budget."""
+    cells: dict[tuple[str, float], list[Run]] = {}
+    for run in sorted(runs, key=run_order):
+        if run.status == "finished" and budget(run) is not None and run.score(metric) is not None:
+            cells.setdefault((family(run), budget(run)), []).append(run)
+    found = []
+    for (name, spend), members in sorted(cells.items()):
+        flops = [run.summary.get("compute", {}).get("flops") for run in members]
+        found.append(
+            Point(
+                name,
+                spend,
+                members,
+                Stat.of([run.score(metric) for run in members]),
+                statistics.fmean(f for f in flops if f) if any(flops) else spend,
+            )
+        )
+    return found
+
+
+@dataclass
+class Frontier:
+    """The points of a compute comparison and, per budget, the ranking and the leader's test against the next."""
+
+    metric: str
+    higher_is_better: bool
+    points: list[Point]
+
+    @property
+    def budgets(self) -> list[float]:
+        return sorted({p.budget for p in self.points})
+
+    @property
+    def families(self) -> list[str]:
+        return list(dict.fromkeys(p.family for p in self.points))
+
+    def ranking(self, spend: float) -> list[Point]:
+        at = [p for p in self.points if p.budget == spend]
+        return sorted(at, key=lambda p: -p.score.mean if self.higher_is_better else p.score.mean)
+
+    def lead(self, spend: float) -> Comparison | None:
+        """The leader at ``spend`` against the runner-up (baseline: the runner-up), each seed one repetition."""
+        ranked = self.ranking(spend)
+        if len(ranked) < 2:
+            return None
+        first, second = ranked[0], ranked[1]
+        scorer = scorer_for(self.metric, second.runs)
+        return compare_to_baseline(scorer, [[r] for r in second.runs], [[r] for r in first.runs])
+
+    def changes(self) -> list[str]:
+        """Sentences naming each pair of consecutive budgets between which the order of the families changes."""
+        said = []
+        for low, high in zip(self.budgets, self.budgets[1:]):
+            before = [p.family for p in self.ranking(low)]
+            after = [p.family for p in self.ranking(high)]
+            if before != after:
+                overtaken = [
+                    f"{a} overtakes {b}"
+                    for a in after
+                    for b in after
+                    if a in before
+                    and b in before
+                    and after.index(a) < after.index(b)
+                    and before.index(a) > before.index(b)
+                ]
+                said.append(f"from {low:.3g} to {high:.3g} FLOPs: {'; '.join(overtaken) or 'the order changes'}")
+        return said
+
+    def table(self) -> str:
+        """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
+        header = ["budget FLOPs", *self.families, "leader", "p vs next"]
+        rows = []
+        for spend in self.budgets:
+            cells = {p.family: p for p in self.points if p.budget == spend}
+            shown = [
+                f"{cells[f].score.mean:.1f} ± {cells[f].score.std:.1f} (n={cells[f].score.n})" if f in cells else ""
+                for f in self.families
+            ]
+            ranked, lead = self.ranking(spend), self.lead(spend)
+            p = "" if lead is None else f"{lead.p:.3f}" + (" †" if lead.items_only else " *" * (lead.p < 0.05))
+            rows.append([f"{spend:.3g}", *shown, ranked[0].family if ranked else "", p])
+        widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+        changes = self.changes()
+        lines.append(
+            f"test {self.metric} against training compute (mean ± std over seeds); p: the leader against the next "
+            "family, t-test over seeds and test items, * p < 0.05"
+        )
+        lines.append("ranking changes " + "; ".join(changes) if changes else "the ranking is the same at every budget")
+        return "\n".join(lines)
+
+
+def frontier(runs: list[Run], metric: str, higher_is_better: bool = True) -> Frontier | None:
+    """The compute comparison among ``runs``, or None when they hold fewer than two budgets."""
+    found = points(runs, metric)
+    if len({p.budget for p in found}) < 2:
+        return None
+    return Frontier(metric, higher_is_better, found)
