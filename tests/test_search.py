@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import statistics
 import time
@@ -15,6 +16,7 @@ import pytest
 from conftest import ROOT, TINY, ForkedZoo, fork_zoo
 from omegaconf import OmegaConf
 
+from zoo.report.compare import compare, write_report
 from zoo.report.runs import find_runs
 from zoo.search import STUDY_FILE
 from zoo.search.expected_max import expected_best
@@ -113,8 +115,11 @@ def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resum
     assert "Search: expected best validation score after n trials" in page and "trials (n)" in page
 
 
-def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
-    sweep = tmp_path / "sweep"
+@pytest.fixture(scope="module")
+def failed_search(tmp_path_factory) -> dict:
+    """A search of two families, one of whose values every trial refuses (decoder.dropout=1.5)."""
+    work = tmp_path_factory.mktemp("failed")
+    sweep = work / "sweep"
     proc = fork_zoo(
         "train",
         "-m",
@@ -127,9 +132,14 @@ def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
         "hydra.sweeper.trials=2",
         "hydra.sweeper.reseed=[]",
         f"hydra.sweep.dir={sweep}",
-        cwd=tmp_path,
+        cwd=work,
         check=False,
     )
+    return {"sweep": sweep, "proc": proc}
+
+
+def test_failed_trials_are_told_and_the_search_goes_on(failed_search):
+    sweep, proc = failed_search["sweep"], failed_search["proc"]
     assert proc.returncode == 1 and "2 job(s) of the sweep failed" in proc.stderr
     assert trial_states(sweep) == {"decoder.dropout=1.5": ["FAIL", "FAIL"], "decoder.dropout=0.1": ["COMPLETE"] * 2}
     failed = json.loads((sweep / "0" / "summary.json").read_text())
@@ -137,6 +147,39 @@ def test_failed_trials_are_told_and_the_search_goes_on(tmp_path):
     (bad, good) = search_families(find_runs([sweep]))
     assert (bad.failed, len(bad.trials), good.failed, len(good.trials)) == (2, 0, 0, 2)
     assert "no trial finished" in format_search([bad, good])
+
+
+def test_failed_trials_are_listed_in_the_summary_and_the_reports_runs(failed_search, tmp_path):
+    sweep = failed_search["sweep"]
+    reason = "ConfigError: decoder.dropout=1.5 must be in [0, 1)"
+    listed = f"decoder.dropout=1.5: trials 0, 1 failed ({reason}): {sweep / '0'}, {sweep / '1'}"
+    assert listed in failed_search["proc"].stdout
+    runs = report_runs(write_report([sweep], tmp_path / "report.html"))
+    assert {runs[str(sweep / str(job))]["status"] for job in (0, 1)} == {"failed"}, "the failed trials have rows"
+
+
+def report_runs(page: Path) -> dict[str, dict]:
+    """The runs a written report's Runs table and curves are drawn from, by run directory."""
+    data = re.search(r'<script type="application/json" id="zoo-data">(.*?)</script>', page.read_text(), re.S)
+    return {run["id"]: run for run in json.loads(data.group(1))["runs"]}
+
+
+def test_a_searchs_re_runs_are_named_as_tuned_not_as_the_recipe(resumed, tmp_path):
+    page = tmp_path / "report.html"
+    table = compare([resumed["sweep"]], fmt="markdown")
+    runs = report_runs(write_report([resumed["sweep"]], page))
+    for family in search_families(find_runs([resumed["sweep"]])):
+        tuned = f"{family.study} (tuned, trial {family.best_trial})"
+        assert f"| {tuned} | 1 |" in table and f"<td>{tuned}</td>" in page.read_text()
+        assert {runs[str(run.path)]["label"] for run in family.reseeds} == {tuned}
+
+
+def test_the_reports_curves_keep_each_trial_apart_from_its_re_runs(resumed, tmp_path):
+    runs = report_runs(write_report([resumed["sweep"]], tmp_path / "report.html"))
+    for family in search_families(find_runs([resumed["sweep"]])):
+        trials = {runs[str(run.path)]["group"] for run in family.trials.values()}
+        (reseeds,) = {runs[str(run.path)]["group"] for run in family.reseeds}
+        assert len(trials) == 3 and reseeds not in trials, "a trial's curve pooled with its re-runs'"
 
 
 def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):

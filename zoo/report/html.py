@@ -324,8 +324,8 @@ def render(
 
 
 def runs_of(boards: list[tuple[str, Leaderboard]], families: list[Family]) -> list[Run]:
-    """Every run the boards and searches hold (the runs skipped from a table, and the trials that failed, too), in
-    path order."""
+    """Every run the boards and searches hold (the runs skipped from a table, and the trials that did not finish,
+    too), in path order."""
     runs = [run for _, board in boards for run in (*board.runs, *board.skipped)]
     runs += [run for family in families for run in (*family.trials.values(), *family.unscored, *family.reseeds)]
     return sorted({run.path: run for run in runs}.values(), key=lambda run: str(run.path))

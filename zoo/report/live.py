@@ -52,7 +52,7 @@ def run_info(run: Run, label: str, updated: float) -> dict[str, Any]:
         {
             "id": str(run.path),
             "label": label,
-            "group": summary.get("config_key") or str(run.path),
+            "group": chart_group(run),
             "seed": run.seed,
             "status": run.status,
             "epoch": summary.get("epoch"),
@@ -64,6 +64,15 @@ def run_info(run: Run, label: str, updated: float) -> dict[str, Any]:
             "updated": updated,
         }
     )
+
+
+def chart_group(run: Run) -> str:
+    """The runs one mean ± std curve pools: a configuration's seeds; a search's trial alone, apart from its re-runs
+    with the test split, which share its configuration."""
+    record = search_record(run)
+    if record is not None and record.role == "trial":
+        return str(run.path)
+    return run.summary.get("config_key") or str(run.path)
 
 
 @dataclass

@@ -12,7 +12,7 @@ family (one study of one sweep directory) this gives:
 API: :func:`search_families` (the data), :func:`format_search` (a terminal or markdown table) and
 :func:`expected_best_figure` (a Plotly figure, one line and ±1 std band per family; needs ``zoo[report]``).
 :func:`search_record` tells a trial (no test scores) from a re-run, for a leaderboard that should show only
-the re-runs.
+the re-runs, which :func:`mark_tuned` names as tuned.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.report.aggregate import Stat
+from zoo.report.aggregate import Group, Stat
 from zoo.report.bands import band_traces
 from zoo.report.runs import Run
 from zoo.search.expected_max import ExpectedBest, expected_best
-from zoo.search.space import flat_space
+from zoo.search.space import SINGLE_STUDY, flat_space
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -58,19 +58,47 @@ def search_record(run: Run) -> SearchRecord | None:
     )
 
 
+def mark_tuned(groups: list[Group]) -> list[Group]:
+    """Name each group of one trial's re-runs as tuned (``model=gru (tuned, trial 3)``): it is named by the choices
+    it shares with the recipe's own runs, yet holds the trial's values. A group named by no setting (alone on its
+    board) is named by its family instead."""
+    for group in groups:
+        records = {search_record(run) for run in group.runs}
+        record = records.pop() if len(records) == 1 else None
+        if record is None or record.role != "reseed":
+            continue
+        mark = f" (tuned, trial {record.trial})"
+        if not group.settings and record.study != SINGLE_STUDY:
+            group.label = record.study + group.tag
+        group.label += mark
+        group.tag += mark
+    return groups
+
+
 @dataclass
 class Family:
     """One study of a search: its finished trials' scores, the expected-best curve, the best trial and its
-    re-runs. ``label`` is the study's name (``model=gru``), with its sweep folder when two searches share it."""
+    re-runs, and the trials that failed. ``label`` is the study's name (``model=gru``), with its sweep folder when
+    two searches share it."""
 
     study: str
     sweep: Path
     monitor: str
     higher_is_better: bool
     trials: dict[int, Run] = field(default_factory=dict)  # finished trials by number
-    failed: int = 0  # trials whose job failed (and never finished)
+    unscored: list[Run] = field(default_factory=list)  # trials' runs without a best validation score: failed, stopped
     reseeds: list[Run] = field(default_factory=list)  # every finished re-run, of whichever trial was best then
     label: str = ""
+
+    @property
+    def failed_trials(self) -> dict[int, Run]:
+        """The trials that failed and never finished (a resumed trial may finish after a failed try), by number."""
+        failed = (run for run in self.unscored if run.status == "failed")
+        return {number: run for run in failed if (number := search_record(run).trial) not in self.trials}
+
+    @property
+    def failed(self) -> int:
+        return len(self.failed_trials)
 
     @property
     def scores(self) -> list[float]:
@@ -124,7 +152,6 @@ def search_families(runs: list[Run]) -> list[Family]:
     interrupted and resumed trial may leave an unfinished directory behind) counts as failed.
     """
     families: dict[tuple[Path, str], Family] = {}
-    failed: dict[tuple[Path, str], set[int]] = {}
     for run in runs:
         record = search_record(run)
         if record is None:
@@ -139,10 +166,8 @@ def search_families(runs: list[Run]) -> list[Family]:
                 family.reseeds.append(run)
         elif finished and isinstance(run.summary.get("best_val"), (int, float)):
             family.trials[record.trial] = run
-        elif run.status == "failed":
-            failed.setdefault(key, set()).add(record.trial)
-    for key, family in families.items():
-        family.failed = len(failed.get(key, set()) - set(family.trials))
+        else:
+            family.unscored.append(run)
     names = [family.study for family in families.values()]
     for family in families.values():
         family.label = family.study if names.count(family.study) == 1 else f"{family.study} ({family.sweep})"
@@ -184,8 +209,21 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
             "  ".join(cell.ljust(widths[k]) if k < 2 else cell.rjust(widths[k]) for k, cell in enumerate(line))
             for line in [header, *rows]
         ]
-    details = [("- " if markdown else "") + _best_line(family) for family in families]
+    details = [("- " if markdown else "") + line for family in families for line in _family_lines(family)]
     return "\n".join([title, "", *table, "", *details]) + "\n"
+
+
+def _family_lines(family: Family) -> list[str]:
+    """The family's best trial, then its failed trials by reason, each with its run directories."""
+    by_reason: dict[str, list[tuple[int, Run]]] = {}
+    for number, run in sorted(family.failed_trials.items()):
+        by_reason.setdefault(run.summary.get("reason") or "no reason recorded", []).append((number, run))
+    failed = [
+        f"{family.label}: trial{'s' * (len(trials) > 1)} {', '.join(str(number) for number, _ in trials)} failed "
+        f"({reason}): {', '.join(str(run.path) for _, run in trials)}"
+        for reason, trials in by_reason.items()
+    ]
+    return [_best_line(family), *failed]
 
 
 def _best_line(family: Family) -> str:
