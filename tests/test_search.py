@@ -182,6 +182,30 @@ def test_the_reports_curves_keep_each_trial_apart_from_its_re_runs(resumed, tmp_
         assert len(trials) == 3 and reseeds not in trials, "a trial's curve pooled with its re-runs'"
 
 
+def test_a_range_given_on_the_command_line_holds_for_every_family(tmp_path):
+    """Each recipe (model=gru,lstm) brings its own search= preset, which Hydra's own config (composed without the
+    comma lists) lacks; the range given for optim.lr holds in both families' trials."""
+    sweep = tmp_path / "sweep"
+    fork_zoo(
+        "train",
+        "-m",
+        "hydra/sweeper=optuna",
+        "model=gru,lstm",
+        'search.space.optim.lr="tag(log, interval(1e-5, 2e-5))"',
+        *TINY,
+        "trainer.max_epochs=1",
+        "dataset.train_size=32",
+        "dataset.val_size=4",
+        "hydra.sweeper.trials=1",
+        "hydra.sweeper.reseed=[]",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
+    configs = [OmegaConf.load(sweep / str(job) / "config.yaml") for job in (0, 1)]
+    assert [config.decoder.cell for config in configs] == ["gru", "lstm"], "each family's own recipe"
+    assert all(1e-5 <= config.optim.lr <= 2e-5 for config in configs)
+
+
 def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):
     proc = fork_zoo(
         "train",

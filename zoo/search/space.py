@@ -28,6 +28,8 @@ FORMS = (
 )
 #: A study's name when the command line has no comma list: the search has one study.
 SINGLE_STUDY = "search"
+#: How a command line changes a range of the space: ``search.space.KEY=RANGE``.
+RANGE_PREFIX = "search.space."
 
 
 class SearchError(ZooError, ValueError):
@@ -52,6 +54,14 @@ def grid(arguments: list[str]) -> tuple[list[str], list[list[str]]]:
         else:
             base.append(override.input_line)
     return base, [list(combination) for combination in itertools.product(*lists)]
+
+
+def ranges_added(overrides: list[str]) -> list[str]:
+    """A search's command line as Hydra composes its own config from it: each range (``search.space.KEY=RANGE``) as
+    ``++search.space.KEY=RANGE``. Hydra composes that config without the comma lists, so a search of several families
+    (``model=gru,transformer``) has no ``search=`` preset there to override; ``++`` adds the range there, and
+    overrides it in each family's config as a plain override does (each was composed with it before)."""
+    return [f"++{o}" if o.startswith(RANGE_PREFIX) else o for o in overrides]
 
 
 def study_name(combination: list[str]) -> str:

@@ -396,6 +396,10 @@ def main(overrides: list[str] | None = None) -> None:
         discover(plugin_dirs_from_overrides(overrides))
         register_sweeper()
         check_composition(overrides)
+        if is_search(overrides):
+            from zoo.search.space import ranges_added
+
+            overrides = ranges_added(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
     from zoo.training.interruptions import RunInterrupted
