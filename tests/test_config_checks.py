@@ -256,6 +256,11 @@ def test_zoo_train_stops_on_a_bad_range_before_anything_trains(tmp_path):
         (["encoder=lstmm"], "Could not find 'encoder/lstmm'; Available options in 'encoder'; elm; esn"),
         (["-m", "seed=1", "attention=dot,nope"], "Could not find 'attention/nope'"),  # a sweep's later value too
         (["+ckpt_path=last.ckpt"], "zoo has no option ckpt_path"),
+        (  # a group's choice beside a recipe that chooses another: wherever it stands, it replaces the recipe's
+            ["encoder=gru", "model=transformer"],
+            "encoder=gru replaces encoder=transformer, which model=transformer chooses, and gru has no encoder.d_model"
+            " for model=transformer to set: drop encoder=gru to train model=transformer as it is, or drop model=",
+        ),
     ],
 )
 def test_an_override_that_does_not_compose_is_one_line_and_starts_nothing(tmp_path, overrides, message):

@@ -4,7 +4,8 @@ Hydra's reports run over several lines, and some point the wrong way: for a mist
 suggests ``+key=value``, which adds a key nothing reads. Here a report is folded into one line
 (:func:`one_line`) and, where a name was mistyped, the closest valid spelling comes first: a
 config key (``encoder.hiden_size``), a group's option (``encoder=gruu``) or a field's value
-(``decode.strategy=beem``).
+(``decode.strategy=beem``); a group's choice that replaces a recipe's (``encoder=gru model=transformer``)
+is answered with the two ways out.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def explain(error: BaseException, overrides: list[str]) -> str:
     detail = one_line(error)
     return (
         unknown_option(error, detail)
+        or replaced_choice(error, detail, overrides)
         or unknown_key(detail, overrides)
         or unknown_value(detail)
         or added_choice(detail, overrides)
@@ -114,6 +116,43 @@ def unknown_option(error: BaseException, detail: str) -> str | None:
     close = close_matches(option, options)
     hint = f"did you mean {group}={close[0]}? " if close else ""
     return f"{group}={option}: {hint}{detail} (zoo train --help lists every group's options)"
+
+
+def replaced_choice(error: BaseException, detail: str, overrides: list[str]) -> str | None:
+    """``encoder=gru model=transformer``: the recipe chooses its own encoder and sets that one's fields, and a choice
+    of the group on the command line replaces the recipe's wherever it stands, leaving fields it lacks."""
+    clash = re.search(r"In '(?P<preset>[\w/]+)': ConfigKeyError raised while composing config; Key '[^']+' not", detail)
+    field = re.search(r"full_key: (?P<key>\S+)", str(error))
+    if clash is None or field is None:
+        return None
+    group = field["key"].split(".")[0]
+    given = next((o for o in overrides if key_and_value(o)[0] == group), None)
+    if given is None:
+        return None
+    preset, own = clash["preset"].replace("/", "=", 1), preset_choice(clash["preset"], group)
+    replaced = f"{group}={own}, which {preset} chooses" if own else f"the {group} {preset} chooses"
+    return (
+        f"{given} replaces {replaced}, and {key_and_value(given)[1]} has no {field['key']} for {preset} to set: "
+        f"drop {given} to train {preset} as it is, or drop {preset} and choose each component yourself "
+        f"({SHOWN_BY_LIST})"
+    )
+
+
+def preset_choice(preset: str, group: str) -> str | None:
+    """The option a zoo preset (``model/transformer``) chooses for ``group`` in its defaults list, if it names one."""
+    from importlib.resources import files
+
+    import yaml
+
+    path = files("zoo.conf").joinpath(f"{preset}.yaml")
+    if not path.is_file():
+        return None
+    for entry in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("defaults") or []:
+        if isinstance(entry, dict):
+            for key, option in entry.items():
+                if key.removeprefix("override").strip().strip("/") == group:
+                    return str(option)
+    return None
 
 
 def unknown_key(detail: str, overrides: list[str]) -> str | None:
