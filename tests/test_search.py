@@ -102,7 +102,9 @@ def test_the_best_trial_runs_again_with_the_test_split(resumed):
     assert "expected best validation score" in text and all(family in text for family in FAMILIES)
     assert "test bleu over 1 seed(s)" in format_search(search_families(runs), markdown=True)
     figure = expected_best_figure(search_families(runs))
-    assert len(figure.data) == 4 and figure.layout.xaxis.title.text == "trials (n)"
+    assert figure.layout.xaxis.title.text == "trials (n)" and figure.layout.xaxis2.type == "log"
+    assert len(figure.data) == 8  # per family: a band and a line against trials, and again against compute
+    assert all(family.flops > 0 for family in search_families(runs)) and "trial TFLOPs" in text
 
 
 def test_compare_over_a_search_shows_the_curves_and_ranks_only_tested_runs(resumed, tmp_path):
@@ -290,3 +292,15 @@ def test_the_budget_counts_trials_or_minutes():
     assert Search().budget_left(5, 1e9) == 15, "20 trials when no budget is given"
     assert Search(trials=3, minutes=1).budget_left(1, 59) == 2 and Search(trials=3, minutes=1).budget_left(1, 60) == 0
     assert Search(minutes=1).budget_left(100, 30) == math.inf
+
+
+def test_a_compute_budget_stops_each_family_once_its_trials_spent_it(tmp_path):
+    """A budget of one FLOP is spent by the first trial: each family runs one, and the study keeps the count."""
+    search = [a for a in SEARCH if not a.startswith("hydra.sweeper.")]
+    sweep = tmp_path / "sweep"
+    fork_zoo(
+        "train", *search, "hydra.sweeper.flops=1", "hydra.sweeper.reseed=[]", f"hydra.sweep.dir={sweep}", cwd=tmp_path
+    )
+    assert trial_states(sweep) == {name: ["COMPLETE"] for name in FAMILIES}
+    storage = f"sqlite:///{sweep / STUDY_FILE}"
+    assert all(optuna.load_study(study_name=n, storage=storage).user_attrs["flops"] > 1e6 for n in FAMILIES)

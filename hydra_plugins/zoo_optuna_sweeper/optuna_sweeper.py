@@ -1,7 +1,7 @@
 """Registers zoo's search as Hydra's sweeper ``zoo_optuna`` (``conf/hydra/sweeper/optuna.yaml`` selects it).
 
-The settings are ``hydra.sweeper.*`` (``trials``, ``minutes``, ``reseed``, ...); :class:`zoo.search.sweeper.Search`
-does the work.
+The settings are ``hydra.sweeper.*`` (``trials``, ``minutes``, ``flops``, ``reseed``, ...);
+:class:`zoo.search.sweeper.Search` does the work.
 """
 
 from dataclasses import dataclass, field
@@ -16,6 +16,7 @@ class ZooOptunaSweeperConf:
     _target_: str = "hydra_plugins.zoo_optuna_sweeper.optuna_sweeper.ZooOptunaSweeper"
     trials: int | None = None  # the budget per study in trials (completed + failed); 20 when minutes is null too
     minutes: float | None = None  # or in minutes of its trials' wall time
+    flops: float | None = None  # or in training FLOPs its trials recorded (equal compute across families)
     reseed: list[int] = field(default_factory=lambda: [1, 2, 3])  # the best trial again with these seeds ([]: none)
     # random: independent draws, what the expected-best curves assume (Dodge et al., 2019) | tpe (Bergstra et al.,
     # 2011): later trials follow earlier ones, better at finding one best setting, its curves read optimistic

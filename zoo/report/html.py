@@ -117,7 +117,7 @@ def pareto_front(points: list[tuple[float, float]], higher_is_better: bool) -> l
 
 def quality_against_cost(board: Leaderboard) -> str:
     """The sorted metric against parameters, train time and latency, each with its Pareto front."""
-    costs = [c for c in ("params", "train s", "ms/item greedy") if c in board.costs]
+    costs = [c for c in ("params", "train TFLOPs", "train s", "ms/item greedy") if c in board.costs]
     if not costs or not board.sort:
         return '<p class="note">No finished run to place.</p>'
     fig = make_subplots(rows=1, cols=len(costs), subplot_titles=[f"{board.sort} vs {c}" for c in costs])
@@ -156,7 +156,8 @@ def quality_against_cost(board: Leaderboard) -> str:
             row=1,
             col=col,
         )
-        fig.update_xaxes(title_text=cost, type="log" if cost == "params" else "linear", row=1, col=col)
+        scale = "log" if cost in ("params", "train TFLOPs") else "linear"
+        fig.update_xaxes(title_text=cost, type=scale, row=1, col=col)
         fig.update_yaxes(title_text=f"test {board.sort}", row=1, col=col)
     return _figure(fig)
 

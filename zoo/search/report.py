@@ -101,6 +101,17 @@ class Family:
         return len(self.failed_trials)
 
     @property
+    def flops(self) -> float:
+        """The training FLOPs its trials recorded, failed and stopped ones included: the search's compute."""
+        return sum(_flops(run) for run in (*self.trials.values(), *self.unscored))
+
+    @property
+    def flops_per_trial(self) -> float | None:
+        """The finished trials' mean training FLOPs (None when they recorded none)."""
+        counted = [f for run in self.trials.values() if (f := _flops(run))]
+        return sum(counted) / len(counted) if counted else None
+
+    @property
     def scores(self) -> list[float]:
         """Each finished trial's best validation score of the monitored metric, in trial order."""
         return [run.summary["best_val"] for _, run in sorted(self.trials.items())]
@@ -145,6 +156,11 @@ class Family:
         return Stat.of([score for score in scores if score is not None])
 
 
+def _flops(run: Run) -> float:
+    flops = run.summary.get("compute", {}).get("flops")
+    return float(flops) if isinstance(flops, (int, float)) else 0.0
+
+
 def search_families(runs: list[Run]) -> list[Family]:
     """The families (studies) of every search among ``runs``, in the order their first job appears.
 
@@ -187,7 +203,7 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
     if not families:
         return ""
     columns = _columns(families)
-    header = ["family", "metric", "trials", "failed", *(f"n={n}" for n in columns)]
+    header = ["family", "metric", "trials", "failed", "trial TFLOPs", *(f"n={n}" for n in columns)]
     rows = []
     for family in families:
         curve = {point.n: f"{point.mean:.2f} ± {point.std:.2f}" for point in family.curve}
@@ -197,10 +213,14 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
                 family.monitor,
                 str(len(family.trials)),
                 str(family.failed),
+                f"{family.flops / 1e12:,.1f}",
                 *(curve.get(n, "") for n in columns),
             ]
         )
-    title = "expected best validation score after n trials, mean ± std (Dodge et al., 2019)"
+    title = (
+        "expected best validation score after n trials, mean ± std (Dodge et al., 2019); trial TFLOPs: the training "
+        "compute every trial of the family recorded"
+    )
     if markdown:
         table = [f"| {' | '.join(header)} |", f"|{'---|' * len(header)}"] + [f"| {' | '.join(r)} |" for r in rows]
     else:
@@ -244,23 +264,27 @@ def _short(value: Any) -> str:
 
 
 def expected_best_figure(families: list[Family]) -> go.Figure:
-    """One line per family: the expected best validation score (y) after n trials (x), with a ±1 std band
-    clipped to the scores the family's trials reached (the best of n trials can be no better nor worse)."""
-    import plotly.graph_objects as go
+    """One line per family: the expected best validation score (y) after n trials (x, left) and against the
+    compute n trials take (n times the family's mean FLOPs per trial, log x, right: trials that tune widths or
+    epochs differ in compute), with a ±1 std band clipped to the scores the family's trials reached."""
     from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
 
-    fig = go.Figure()
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["against trials", "against training compute"])
     for k, family in enumerate(family for family in families if family.trials):
         colour = qualitative.Plotly[k % len(qualitative.Plotly)]
         curve, reached = family.curve, (min(family.scores), max(family.scores))
         means, stds = [point.mean for point in curve], [point.std for point in curve]
-        fig.add_traces(band_traces([point.n for point in curve], means, stds, reached, family.label, colour))
+        fig.add_traces(band_traces([point.n for point in curve], means, stds, reached, family.label, colour), 1, 1)
+        if family.flops_per_trial:
+            x = [point.n * family.flops_per_trial for point in curve]
+            traces = band_traces(x, means, stds, reached, family.label, colour)
+            traces[-1].showlegend = False
+            fig.add_traces(traces, 1, 2)
     monitors = {family.monitor for family in families}
     metric = monitors.pop() if len(monitors) == 1 else "score"
-    fig.update_layout(
-        title="Expected best validation score after n trials (Dodge et al., 2019)",
-        xaxis_title="trials (n)",
-        yaxis_title=f"expected best validation {metric}",
-        xaxis={"dtick": 1},
-    )  # whole trials
+    fig.update_layout(title="Expected best validation score after n trials (Dodge et al., 2019)")
+    fig.update_xaxes(title_text="trials (n)", dtick=1, row=1, col=1)  # whole trials
+    fig.update_xaxes(title_text="training FLOPs of n trials", type="log", row=1, col=2)
+    fig.update_yaxes(title_text=f"expected best validation {metric}", row=1, col=1)
     return fig

@@ -2,12 +2,14 @@
 
 Each study (one combination of the command line's comma lists; :mod:`zoo.search.space`) asks Optuna
 (Akiba et al., 2019) for trials through its ask/tell interface, so Hydra's launcher runs them as ordinary
-zoo jobs, until its budget is spent: ``trials`` done (completed or failed) or ``minutes`` of its jobs' wall
-time (a trial under way then finishes). A trial runs with ``test=false``, so no search ever sees the test
-split, and its objective is the monitored metric's best validation score
-(:func:`zoo.training.entry.train_job`). A trial that fails is told to Optuna as failed and the search goes
-on. Then the study's best trial runs again once per seed of ``reseed``, with the test split: ordinary runs
-that ``zoo compare`` groups as one configuration (``search`` and ``test`` stay out of the ``config_key``).
+zoo jobs, until its budget is spent: ``trials`` done (completed or failed), ``minutes`` of its jobs' wall
+time or ``flops`` of training compute its trials recorded (:mod:`zoo.training.compute`; a trial under way
+then finishes): trials that tune widths or epochs differ in compute, so equal trials need not be equal
+compute. A trial runs with ``test=false``, so no search ever sees the test split, and its objective is the
+monitored metric's best validation score (:func:`zoo.training.entry.train_job`). A trial that fails is told
+to Optuna as failed and the search goes on. Then the study's best trial runs again once per seed of
+``reseed``, with the test split: ordinary runs that ``zoo compare`` groups as one configuration (``search``
+and ``test`` stay out of the ``config_key``).
 
 Every study lives in :data:`zoo.search.STUDY_FILE` (SQLite) in the sweep directory, which also keeps the job
 number (the job's subdirectory) of every trial and re-run. The same command with ``hydra.sweep.dir=S
@@ -36,7 +38,7 @@ from zoo.search.space import SearchError, as_overrides, fixed_keys, grid, overri
 
 log = logging.getLogger("zoo.search")
 
-#: The budget when neither ``trials`` nor ``minutes`` is given.
+#: The budget when none of ``trials``, ``minutes`` and ``flops`` is given.
 DEFAULT_TRIALS = 20
 SAMPLERS = ("tpe", "random")
 
@@ -62,14 +64,16 @@ class Search:
         self,
         trials: int | None = None,
         minutes: float | None = None,
+        flops: float | None = None,
         reseed: list[int] | None = None,
         sampler: str = "random",
         seed: int = 0,
         n_jobs: int = 1,
         storage: str | None = None,
     ) -> None:
-        self.trials = DEFAULT_TRIALS if trials is None and minutes is None else trials
-        self.minutes, self.reseed = minutes, [int(s) for s in (reseed or [])]
+        self.trials = DEFAULT_TRIALS if trials is None and minutes is None and flops is None else trials
+        self.minutes, self.flops, self.reseed = minutes, flops, [int(s) for s in (reseed or [])]
+        self.job_dirs: dict[str, Path] = {}  # each launched job's directory, by its key in the study
         self.sampler_name, self.seed, self.n_jobs, self.storage_url = str(sampler), seed, n_jobs, storage
 
     def check(self) -> None:
@@ -79,6 +83,7 @@ class Search:
             for name, value, rule, ok in (
                 ("trials", self.trials, ">= 1, or null with minutes", self.trials is None or self.trials >= 1),
                 ("minutes", self.minutes, "> 0, or null with trials", self.minutes is None or self.minutes > 0),
+                ("flops", self.flops, "> 0, or null with trials", self.flops is None or self.flops > 0),
                 ("n_jobs", self.n_jobs, ">= 1", self.n_jobs >= 1),
                 ("sampler", self.sampler_name, f"one of {', '.join(SAMPLERS)}", self.sampler_name in SAMPLERS),
             )
@@ -167,12 +172,13 @@ class Search:
         # Trials left running by a search that stopped (the sweep directory's lock says that none runs now).
         pending = [(t.number, t.params) for t in stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
         spent = float(stored.user_attrs.get("seconds", 0.0))
+        computed = float(stored.user_attrs.get("flops", 0.0))
         while True:
             if pending:
                 batch, pending = pending[: self.n_jobs], pending[self.n_jobs :]
             else:
                 done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
-                left = self.budget_left(done, spent)
+                left = self.budget_left(done, spent, computed)
                 if left <= 0:
                     break
                 batch = [
@@ -184,7 +190,9 @@ class Search:
                 stored, [(f"trial/{number}", self.job(study, params, "trial", number)) for number, params in batch]
             )
             spent += time.monotonic() - started
+            computed += sum(trial_flops(self.job_dirs.get(f"trial/{number}")) for number, _ in batch)
             stored.set_user_attr("seconds", round(spent, 1))
+            stored.set_user_attr("flops", computed)
             for (number, _), value in zip(batch, values):
                 stored.tell(number, value, state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
                 best = stored.best_trial if value is not None else None
@@ -198,9 +206,12 @@ class Search:
                 )
         self.reseed_best(study, stored)
 
-    def budget_left(self, done: int, seconds: float) -> float:
-        """How many trials may still start: none once ``minutes`` have passed, else what ``trials`` leaves."""
+    def budget_left(self, done: int, seconds: float, flops: float = 0.0) -> float:
+        """How many trials may still start: none once ``minutes`` have passed or ``flops`` are spent, else what
+        ``trials`` leaves."""
         if self.minutes is not None and seconds >= 60 * self.minutes:
+            return 0
+        if self.flops is not None and flops >= self.flops:
             return 0
         return math.inf if self.trials is None else self.trials - done
 
@@ -256,7 +267,9 @@ class Search:
                 )
                 results[key] = None
                 continue
-            numbered.append((self.job_number(stored, key, cfg), key, overrides))
+            number = self.job_number(stored, key, cfg)
+            self.job_dirs[key] = job_dir(cfg, number)
+            numbered.append((number, key, overrides))
         numbered.sort()
         while numbered:  # the launcher numbers a batch's jobs from its first: one batch per run of numbers
             size = next((k for k in range(1, len(numbered)) if numbered[k][0] != numbered[0][0] + k), len(numbered))
@@ -296,6 +309,20 @@ def job_dir(cfg: DictConfig, number: int) -> Path:
     with open_dict(cfg):
         cfg.hydra.job.num, cfg.hydra.job.id = number, str(number)
     return Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+
+
+def trial_flops(folder: Path | None) -> float:
+    """The training FLOPs a trial's run recorded (failed and stopped runs record what they spent; 0: none)."""
+    import json
+
+    from zoo.training.layout import SUMMARY_FILE
+
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text()) if folder else {}
+    except (OSError, ValueError):
+        return 0.0
+    flops = summary.get("compute", {}).get("flops") if isinstance(summary, dict) else None
+    return float(flops) if isinstance(flops, (int, float)) else 0.0
 
 
 def objective(ret: Any) -> float | None:
