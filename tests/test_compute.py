@@ -3,6 +3,7 @@ which budget."""
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY, fork_zoo
@@ -62,7 +63,8 @@ def test_a_flops_budget_lays_out_steps_schedule_and_validations(tmp_path):
 
 
 def budgeted(folder, model, spend, seed, score):
-    content = summary(model, {"bleu": score}, seed=seed)
+    """A finished run of ``model`` trained to ``spend`` FLOPs whose 50 test items average ``score``."""
+    content = summary(model, {"quality": score}, seed=seed, monitor="quality")
     content.update(
         config_key=f"{model}-{spend}",
         choices={"model": model},
@@ -70,16 +72,22 @@ def budgeted(folder, model, spend, seed, score):
         compute={"flops": spend * 1.02, "processor_seconds": 10.0},
     )
     write(folder, content)
+    noise = np.random.default_rng(seed).normal(0, 5, 50)
+    rows = [{"id": str(k), "scores": {"quality": float(score + e - noise.mean())}} for k, e in enumerate(noise)]
+    (folder / "test_items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def test_compare_names_who_wins_at_which_budget(tmp_path):
-    scores = {("gru", 1e12): 40.0, ("gru", 4e12): 60.0, ("transformer", 1e12): 30.0, ("transformer", 4e12): 70.0}
+    scores = {("gru", 1e12): 40.0, ("gru", 4e12): 60.0, ("transformer", 1e12): 39.5, ("transformer", 4e12): 70.0}
     for (model, spend), mean in scores.items():
         for seed in (1, 2, 3):
             budgeted(tmp_path / f"{model}-{spend:g}-{seed}", model, spend, seed, mean + seed - 2)
-    found = frontier(find_runs([tmp_path]), "bleu")
+    found = frontier(find_runs([tmp_path]), "quality")
     assert [p.family for p in found.ranking(1e12)] == ["model=gru", "model=transformer"]
-    assert found.changes() == ["from 1e+12 to 4e+12 FLOPs: model=transformer overtakes model=gru"]
+    assert found.lead(1e12).p > 0.5 and found.lead(4e12).p < 0.01  # a lead of 0.5 is noise, one of 10 is not
+    (change,) = found.changes()
+    assert change.startswith("from 1e+12 to 4e+12 FLOPs model=transformer overtakes model=gru (at 4e+12: +10.0, p = ")
+    assert "within noise" not in change
     assert found.points[0].flops == pytest.approx(1.02e12) and found.points[0].score.n == 3
     text = compare([tmp_path])
     assert "score against training compute" in text and "model=transformer overtakes model=gru" in text

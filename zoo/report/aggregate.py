@@ -164,6 +164,8 @@ def show(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, list):
         return "[" + ",".join(map(show, value)) + "]"
+    if isinstance(value, float) and abs(value) >= 1e6:
+        return f"{value:g}"  # a budget of FLOPs: 4e+12, not 4000000000000.0
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
 

@@ -17,6 +17,9 @@ from zoo.report.aggregate import Stat, run_order
 from zoo.report.runs import Run
 from zoo.report.stats import Comparison, compare_to_baseline, scorer_for
 
+#: The p-value below which a lead or an overtaking is called more than noise.
+SIGNIFICANCE = 0.05
+
 
 @dataclass
 class Point:
@@ -80,33 +83,37 @@ class Frontier:
         at = [p for p in self.points if p.budget == spend]
         return sorted(at, key=lambda p: -p.score.mean if self.higher_is_better else p.score.mean)
 
+    def test(self, spend: float, better: str, worse: str) -> Comparison | None:
+        """``better`` against ``worse`` at ``spend`` (the baseline: ``worse``), each seed one repetition."""
+        cells = {p.family: p for p in self.points if p.budget == spend}
+        scorer = scorer_for(self.metric, cells[worse].runs)
+        return compare_to_baseline(scorer, [[r] for r in cells[worse].runs], [[r] for r in cells[better].runs])
+
     def lead(self, spend: float) -> Comparison | None:
-        """The leader at ``spend`` against the runner-up (baseline: the runner-up), each seed one repetition."""
+        """The leader at ``spend`` against the runner-up."""
         ranked = self.ranking(spend)
-        if len(ranked) < 2:
-            return None
-        first, second = ranked[0], ranked[1]
-        scorer = scorer_for(self.metric, second.runs)
-        return compare_to_baseline(scorer, [[r] for r in second.runs], [[r] for r in first.runs])
+        return self.test(spend, ranked[0].family, ranked[1].family) if len(ranked) > 1 else None
 
     def changes(self) -> list[str]:
-        """Sentences naming each pair of consecutive budgets between which the order of the families changes."""
+        """Each overtaking between consecutive budgets, among the families trained at both, with the difference
+        and p-value at the larger budget: a change within noise says so."""
         said = []
         for low, high in zip(self.budgets, self.budgets[1:]):
             before = [p.family for p in self.ranking(low)]
-            after = [p.family for p in self.ranking(high)]
-            if before != after:
-                overtaken = [
-                    f"{a} overtakes {b}"
-                    for a in after
-                    for b in after
-                    if a in before
-                    and b in before
-                    and after.index(a) < after.index(b)
-                    and before.index(a) > before.index(b)
-                ]
-                said.append(f"from {low:.3g} to {high:.3g} FLOPs: {'; '.join(overtaken) or 'the order changes'}")
+            after = [p.family for p in self.ranking(high) if p.family in before]
+            before = [name for name in before if name in after]
+            for a in after:
+                for b in after[after.index(a) + 1 :]:
+                    if before.index(a) > before.index(b):
+                        said.append(f"from {low:.3g} to {high:.3g} FLOPs {a} overtakes {b}{self._margin(high, a, b)}")
         return said
+
+    def _margin(self, spend: float, better: str, worse: str) -> str:
+        c = self.test(spend, better, worse)
+        if c is None:
+            return ""
+        sure = "" if c.p < SIGNIFICANCE and not c.items_only else ", within noise"
+        return f" (at {spend:.3g}: {c.difference:+.1f}, p = {c.p:.3f}{sure})"
 
     def table(self) -> str:
         """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
@@ -119,7 +126,7 @@ class Frontier:
                 for f in self.families
             ]
             ranked, lead = self.ranking(spend), self.lead(spend)
-            p = "" if lead is None else f"{lead.p:.3f}" + (" †" if lead.items_only else " *" * (lead.p < 0.05))
+            p = "" if lead is None else f"{lead.p:.3f}" + (" †" if lead.items_only else " *" * (lead.p < SIGNIFICANCE))
             rows.append([f"{spend:.3g}", *shown, ranked[0].family if ranked else "", p])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
@@ -129,7 +136,7 @@ class Frontier:
             f"test {self.metric} against training compute (mean ± std over seeds); p: the leader against the next "
             "family, t-test over seeds and test items, * p < 0.05"
         )
-        lines.append("ranking changes " + "; ".join(changes) if changes else "the ranking is the same at every budget")
+        lines.append("ranking changes: " + "; ".join(changes) if changes else "the ranking is the same at every budget")
         return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from zoo.report.bands import error_bars, metric_bounds
+from zoo.report.bands import band_traces, error_bars, metric_bounds
 from zoo.report.columns import Cell
 from zoo.report.compare import SIGNIFICANCE, Leaderboard
 from zoo.report.frontier import frontier
@@ -169,33 +169,17 @@ def score_against_compute(board: Leaderboard) -> list[str]:
     if found is None:
         return []
     fig = go.Figure()
+    bounds = metric_bounds(board.sort, [p.score.mean for p in found.points])
     for k, name in enumerate(found.families):
         line = [p for p in found.points if p.family == name]
-        x = [p.flops for p in line]
-        low = [p.score.mean - p.score.std for p in line]
-        high = [p.score.mean + p.score.std for p in line]
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=high + low[::-1],
-                fill="toself",
-                fillcolor=_colour(k),
-                opacity=0.15,
-                line={"width": 0},
-                hoverinfo="skip",
-                legendgroup=name,
-                showlegend=False,
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[p.score.mean for p in line],
-                mode="lines+markers",
-                name=name,
-                legendgroup=name,
-                line={"color": _colour(k)},
-                text=[f"n={p.score.n}, budget {p.budget:.3g}" for p in line],
+        fig.add_traces(
+            band_traces(
+                [p.flops for p in line],
+                [p.score.mean for p in line],
+                [p.score.std for p in line],
+                bounds,
+                name,
+                _colour(k),
             )
         )
     fig.update_xaxes(title_text="training FLOPs (recorded)", type="log")
