@@ -9,6 +9,8 @@ import torch
 from conftest import TINY, fork_zoo
 from test_compare import summary, write
 
+from zoo.config.checks import ConfigError
+from zoo.config.sections import TrainerConfig
 from zoo.report.compare import compare
 from zoo.report.frontier import frontier
 from zoo.report.runs import find_runs
@@ -49,7 +51,7 @@ def test_a_flops_budget_lays_out_steps_schedule_and_validations(tmp_path):
     fork_zoo(
         "train",
         *TINY,
-        "trainer.budget_flops=4e10",
+        "trainer.budget_flops=1e10",
         "trainer.budget_validations=4",
         f"hydra.run.dir={tmp_path / 'run'}",
         cwd=tmp_path,
@@ -58,7 +60,7 @@ def test_a_flops_budget_lays_out_steps_schedule_and_validations(tmp_path):
     steps = record["budget"]["steps"]
     assert record["steps"] == steps and steps % 4 == 0 and record["budget"]["warmup_steps"] <= steps // 10
     assert [v["step"] for v in record["validations"]] == [steps // 4 * k for k in (1, 2, 3, 4)]
-    assert record["compute"]["flops"] == pytest.approx(4e10, rel=0.35) and record["compute"]["processor_seconds"] > 0
+    assert record["compute"]["flops"] == pytest.approx(1e10, rel=0.35) and record["compute"]["processor_seconds"] > 0
     assert record["segments"][0]["flops"] == record["compute"]["flops"]
 
 
@@ -83,12 +85,25 @@ def test_compare_names_who_wins_at_which_budget(tmp_path):
         for seed in (1, 2, 3):
             budgeted(tmp_path / f"{model}-{spend:g}-{seed}", model, spend, seed, mean + seed - 2)
     found = frontier(find_runs([tmp_path]), "quality")
-    assert [p.family for p in found.ranking(1e12)] == ["model=gru", "model=transformer"]
-    assert found.lead(1e12).p > 0.5 and found.lead(4e12).p < 0.01  # a lead of 0.5 is noise, one of 10 is not
+    low, high = ("flops", 1e12), ("flops", 4e12)
+    assert [p.family for p in found.ranking(low)] == ["model=gru", "model=transformer"]
+    assert found.lead(low).p > 0.5 and found.lead(high).p < 0.01  # a lead of 0.5 is noise, one of 10 is not
     (change,) = found.changes()
-    assert change.startswith("from 1e+12 to 4e+12 FLOPs model=transformer overtakes model=gru (at 4e+12: +10.0, p = ")
+    assert change.startswith("from 1e+12 FLOPs to 4e+12 FLOPs model=transformer overtakes model=gru")
+    assert "(at 4e+12 FLOPs: +10.0, p = 0.0" in change
     assert "within noise" not in change
     assert found.points[0].flops == pytest.approx(1.02e12) and found.points[0].score.n == 3
     text = compare([tmp_path])
     assert "score against training compute" in text and "model=transformer overtakes model=gru" in text
     assert "train TFLOPs" in text
+
+
+def test_a_budget_in_minutes_is_laid_out_from_timed_steps(tmp_path):
+    fork_zoo("train", *TINY, "trainer.budget_minutes=0.05", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    record = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert record["budget"]["minutes"] == 0.05 and record["steps"] == record["budget"]["steps"] >= 8
+
+
+def test_a_budget_is_in_flops_or_in_minutes_not_both():
+    with pytest.raises(ConfigError, match="state the budget in FLOPs or in minutes, not both"):
+        TrainerConfig(budget_flops=1e12, budget_minutes=5)

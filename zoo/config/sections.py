@@ -98,7 +98,9 @@ class TrainerConfig:
     # Training compute as the budget (zoo.training.compute): train for this many FLOPs (counted on the first
     # batches) instead of max_epochs, the learning-rate schedule laid out to end there, no early stopping. null: off.
     budget_flops: float | None = None
-    # With budget_flops: validate at this many equal fractions of the budget (the same grid for every model).
+    # The same in minutes of training (steps timed on this machine before training; validation not counted).
+    budget_minutes: float | None = None
+    # With a budget: validate at this many equal fractions of it (the same grid for every model).
     budget_validations: int = 8
 
     def __post_init__(self) -> None:
@@ -121,6 +123,13 @@ class TrainerConfig:
         at_least(self, "average_best", 0, "0 turns averaging off")
         if self.budget_flops is not None:
             positive(self, "budget_flops", "e.g. 1e12, or null to train for max_epochs")
+        if self.budget_minutes is not None:
+            positive(self, "budget_minutes", "e.g. 10, or null to train for max_epochs")
+        if self.budget_flops is not None and self.budget_minutes is not None:
+            raise ConfigError(
+                f"budget_flops={self.budget_flops:g} with budget_minutes={self.budget_minutes:g}: state the budget "
+                "in FLOPs or in minutes, not both (null turns one off)"
+            )
         at_least(self, "budget_validations", 1)
         if self.average_last and self.average_best:
             raise ConfigError(

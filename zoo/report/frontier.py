@@ -1,11 +1,11 @@
 """Who wins at which budget: each family's test score against its training compute, and where the ranking changes.
 
-Runs trained with ``trainer.budget_flops`` (:mod:`zoo.training.compute`) are placed by family (the ``model``
-recipe, else the encoder) and budget; each point is the mean over seeds of the test score and of the FLOPs the
-runs recorded, with the seeds' standard deviation. At each budget the families are ranked by mean score, the
-leader tested against the runner-up with ``zoo compare``'s test (:mod:`zoo.report.stats`); a ranking that
-differs between two budgets is named, with how sure the leader is at each. Scaling studies ask exactly this
-(Kaplan et al., 2020; Tay et al., 2022).
+Runs trained to a budget (``trainer.budget_flops`` or ``budget_minutes``; :mod:`zoo.training.compute`) are placed
+by family (the ``model`` recipe, else the encoder) and budget; each point is the mean over seeds of the test
+score and of the FLOPs the runs recorded, with the seeds' standard deviation. At each budget the families are
+ranked by mean score, the leader tested against the runner-up with ``zoo compare``'s test
+(:mod:`zoo.report.stats`); a family that overtakes another between two budgets is named, with how sure that
+is. Scaling studies ask exactly this (Kaplan et al., 2020; Tay et al., 2022).
 """
 
 from __future__ import annotations
@@ -21,12 +21,21 @@ from zoo.report.stats import Comparison, compare_to_baseline, scorer_for
 SIGNIFICANCE = 0.05
 
 
+#: A budget as the run record states it: its unit (``flops`` or ``minutes``) and amount.
+Budget = tuple[str, float]
+
+
+def spoken(spend: Budget) -> str:
+    unit, amount = spend
+    return f"{amount:.3g} FLOPs" if unit == "flops" else f"{amount:g} min"
+
+
 @dataclass
 class Point:
     """One family at one budget: its seeds' runs, mean test score and mean recorded FLOPs."""
 
     family: str
-    budget: float
+    budget: Budget
     runs: list[Run]
     score: Stat
     flops: float
@@ -37,14 +46,17 @@ def family(run: Run) -> str:
     return f"model={run.choices['model']}" if run.choices.get("model") else f"encoder={run.setting('encoder')}"
 
 
-def budget(run: Run) -> float | None:
+def budget(run: Run) -> Budget | None:
+    """The budget the run was trained to, None for a run trained for epochs."""
     laid_out = run.summary.get("budget")
-    return float(laid_out["flops"]) if isinstance(laid_out, dict) and laid_out.get("flops") else None
+    if not isinstance(laid_out, dict):
+        return None
+    return next(((unit, float(laid_out[unit])) for unit in ("flops", "minutes") if laid_out.get(unit)), None)
 
 
 def points(runs: list[Run], metric: str) -> list[Point]:
     """Each (family, budget) of the finished budgeted runs that have ``metric``, by family then budget."""
-    cells: dict[tuple[str, float], list[Run]] = {}
+    cells: dict[tuple[str, Budget], list[Run]] = {}
     for run in sorted(runs, key=run_order):
         if run.status == "finished" and budget(run) is not None and run.score(metric) is not None:
             cells.setdefault((family(run), budget(run)), []).append(run)
@@ -57,7 +69,7 @@ def points(runs: list[Run], metric: str) -> list[Point]:
                 spend,
                 members,
                 Stat.of([run.score(metric) for run in members]),
-                statistics.fmean(f for f in flops if f) if any(flops) else spend,
+                statistics.fmean(f for f in flops if f) if any(flops) else float("nan"),
             )
         )
     return found
@@ -72,24 +84,24 @@ class Frontier:
     points: list[Point]
 
     @property
-    def budgets(self) -> list[float]:
+    def budgets(self) -> list[Budget]:
         return sorted({p.budget for p in self.points})
 
     @property
     def families(self) -> list[str]:
         return list(dict.fromkeys(p.family for p in self.points))
 
-    def ranking(self, spend: float) -> list[Point]:
+    def ranking(self, spend: Budget) -> list[Point]:
         at = [p for p in self.points if p.budget == spend]
         return sorted(at, key=lambda p: -p.score.mean if self.higher_is_better else p.score.mean)
 
-    def test(self, spend: float, better: str, worse: str) -> Comparison | None:
+    def test(self, spend: Budget, better: str, worse: str) -> Comparison | None:
         """``better`` against ``worse`` at ``spend`` (the baseline: ``worse``), each seed one repetition."""
         cells = {p.family: p for p in self.points if p.budget == spend}
         scorer = scorer_for(self.metric, cells[worse].runs)
         return compare_to_baseline(scorer, [[r] for r in cells[worse].runs], [[r] for r in cells[better].runs])
 
-    def lead(self, spend: float) -> Comparison | None:
+    def lead(self, spend: Budget) -> Comparison | None:
         """The leader at ``spend`` against the runner-up."""
         ranked = self.ranking(spend)
         return self.test(spend, ranked[0].family, ranked[1].family) if len(ranked) > 1 else None
@@ -99,25 +111,27 @@ class Frontier:
         and p-value at the larger budget: a change within noise says so."""
         said = []
         for low, high in zip(self.budgets, self.budgets[1:]):
+            if low[0] != high[0]:  # FLOPs, then minutes: no order between them
+                continue
             before = [p.family for p in self.ranking(low)]
             after = [p.family for p in self.ranking(high) if p.family in before]
             before = [name for name in before if name in after]
             for a in after:
                 for b in after[after.index(a) + 1 :]:
                     if before.index(a) > before.index(b):
-                        said.append(f"from {low:.3g} to {high:.3g} FLOPs {a} overtakes {b}{self._margin(high, a, b)}")
+                        said.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b}{self._margin(high, a, b)}")
         return said
 
-    def _margin(self, spend: float, better: str, worse: str) -> str:
+    def _margin(self, spend: Budget, better: str, worse: str) -> str:
         c = self.test(spend, better, worse)
         if c is None:
             return ""
         sure = "" if c.p < SIGNIFICANCE and not c.items_only else ", within noise"
-        return f" (at {spend:.3g}: {c.difference:+.1f}, p = {c.p:.3f}{sure})"
+        return f" (at {spoken(spend)}: {c.difference:+.1f}, p = {c.p:.3f}{sure})"
 
     def table(self) -> str:
         """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
-        header = ["budget FLOPs", *self.families, "leader", "p vs next"]
+        header = ["budget", *self.families, "leader", "p vs next"]
         rows = []
         for spend in self.budgets:
             cells = {p.family: p for p in self.points if p.budget == spend}
@@ -127,7 +141,7 @@ class Frontier:
             ]
             ranked, lead = self.ranking(spend), self.lead(spend)
             p = "" if lead is None else f"{lead.p:.3f}" + (" †" if lead.items_only else " *" * (lead.p < SIGNIFICANCE))
-            rows.append([f"{spend:.3g}", *shown, ranked[0].family if ranked else "", p])
+            rows.append([spoken(spend), *shown, ranked[0].family if ranked else "", p])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]

@@ -10,17 +10,18 @@ Equal epochs are not equal compute: a GRU and a Transformer do very different wo
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
-A budget (``trainer.budget_flops``) is turned into optimiser steps before training, from the FLOPs of the first
-training batches counted on a copy of the model (:func:`steps_for_budget`): ``max_steps`` ends there, so the
-learning-rate schedule is laid out to end at the budget, and validation runs at the same fractions of it
-(``trainer.budget_validations``) for every family.
+A budget (``trainer.budget_flops``, or ``trainer.budget_minutes`` of training time) is turned into optimiser
+steps before training, from the first training batches counted (or timed) on a copy of the model
+(:func:`steps_for_budget`): ``max_steps`` ends there, so the learning-rate schedule is laid out to end at the
+budget, and validation runs at the same fractions of it (``trainer.budget_validations``) for every family. A
+time budget is the machine's: the same minutes buy different compute elsewhere, and validation's time is not
+in it.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-import math
 import time
 
 import torch
@@ -110,10 +111,36 @@ def processes(trainer_cfg) -> int:
     return max(1, per_node) * trainer_cfg.num_nodes
 
 
-def steps_for_budget(budget: float, module: torch.nn.Module, loader, processes: int, validations: int) -> int:
-    """Optimiser steps that spend ``budget`` FLOPs, a multiple of ``validations`` (at least one step each) so
-    validation falls on the same fractions of the budget in every run."""
+def seconds_per_batch(module: torch.nn.Module, batches: list[dict], device: torch.device) -> float:
+    """The mean wall seconds of a training step's forward and backward over ``batches`` after the first (a
+    warm-up), on a copy of the model on ``device`` with the random state restored."""
+    from lightning.fabric.utilities.apply_func import move_data_to_device
+
+    probe = copy.deepcopy(module).to(device)
+    probe.train()
+    batches = [move_data_to_device(batch, device) for batch in batches]
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        probe._loss(batches[0]).backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        for batch in batches[1:]:
+            probe._loss(batch).backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return (time.perf_counter() - started) / max(1, len(batches) - 1)
+
+
+def steps_for_budget(trainer_cfg, module: torch.nn.Module, loader) -> int:
+    """Optimiser steps that spend the ``trainer`` section's budget: ``budget_flops`` (FLOPs of all processes) or
+    ``budget_minutes`` (training time, each process's steps timed), a multiple of ``budget_validations`` (at least
+    one step each) so validation falls on the same fractions of the budget in every run."""
     batches = list(itertools.islice(iter(loader), COUNTED_BATCHES))
-    per_step = flops_per_batch(module, batches) * processes
-    steps = max(validations, validations * round(budget / per_step / validations))
-    return int(math.ceil(steps))
+    if trainer_cfg.budget_flops is not None:
+        per_step, budget = flops_per_batch(module, batches) * processes(trainer_cfg), trainer_cfg.budget_flops
+    else:
+        gpu = trainer_cfg.accelerator != "cpu" and torch.cuda.is_available()
+        per_step = seconds_per_batch(module, batches, torch.device("cuda" if gpu else "cpu"))
+        budget = 60 * trainer_cfg.budget_minutes
+    validations = trainer_cfg.budget_validations
+    return int(max(validations, validations * round(budget / per_step / validations)))

@@ -37,7 +37,7 @@ from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
 from zoo.training.averaging import average_checkpoints, validation_prefers_average, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
-from zoo.training.compute import ComputeMeter, processes, steps_for_budget
+from zoo.training.compute import ComputeMeter, steps_for_budget
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
 from zoo.training.initial import read_initial, start_from
@@ -184,13 +184,14 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run_dir, None if resume.tests_only else resume.step)
     options = lightning_options(cfg.trainer)
-    if cfg.trainer.budget_flops is not None:
+    budgeted = cfg.trainer.budget_flops is not None or cfg.trainer.budget_minutes is not None
+    if budgeted:
         options.update(budget_options(cfg.trainer, module, data, record))
     if resume.tests_only:
         options["max_steps"] = resume.step
     stopping = (
         []
-        if cfg.trainer.budget_flops is not None  # a budget is spent whole: the schedule ends there
+        if budgeted  # a budget is spent whole: the schedule ends there
         else [EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False)]
     )
     record.compute = ComputeMeter()
@@ -218,21 +219,17 @@ def build(cfg: DictConfig, data: ZooDataModule, record: RunRecord, interruptions
 
 
 def budget_options(trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, record: RunRecord) -> dict:
-    """``trainer.budget_flops`` as Lightning's limits: the optimiser steps that spend it (:mod:`zoo.training.compute`),
-    validated at ``budget_validations`` equal fractions of it. The warmup is at most a tenth of those steps, so a
-    small budget is not spent warming up; the record says what was laid out."""
-    steps = steps_for_budget(
-        trainer_cfg.budget_flops,
-        module,
-        data.train_dataloader(),
-        processes(trainer_cfg),
-        trainer_cfg.budget_validations,
-    )
+    """The ``trainer`` section's budget (``budget_flops`` or ``budget_minutes``) as Lightning's limits: the optimiser
+    steps that spend it (:mod:`zoo.training.compute`), validated at ``budget_validations`` equal fractions of it.
+    The warmup is at most a tenth of those steps, so a small budget is not spent warming up; the record says what
+    was laid out."""
+    steps = steps_for_budget(trainer_cfg, module, data.train_dataloader())
     optim = module.cfg["optim"]
     optim["warmup_steps"] = min(optim["warmup_steps"], steps // 10)
-    laid_out = {"flops": trainer_cfg.budget_flops, "steps": steps, "warmup_steps": optim["warmup_steps"]}
-    record.identity["budget"] = laid_out
-    log.info("budget %.3g FLOPs: %d optimiser steps, warmup %d", trainer_cfg.budget_flops, steps, optim["warmup_steps"])
+    kind = "flops" if trainer_cfg.budget_flops is not None else "minutes"
+    amount = trainer_cfg[f"budget_{kind}"]
+    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": optim["warmup_steps"]}
+    log.info("budget %.3g %s: %d optimiser steps, warmup %d", amount, kind, steps, optim["warmup_steps"])
     return {
         "max_steps": steps,
         "max_epochs": -1,
@@ -353,6 +350,7 @@ ZOO_TRAINER_FIELDS = (
     "average_last",
     "average_best",
     "budget_flops",
+    "budget_minutes",
     "budget_validations",
 )
 
