@@ -61,9 +61,17 @@ def run_info(run: Run, label: str, updated: float) -> dict[str, Any]:
             "monitor": summary.get("monitor"),
             "latest": summary.get("latest_val", {}),
             "best": summary.get("best_val"),
+            "flops_per_step": flops_per_step(summary),
             "updated": updated,
         }
     )
+
+
+def flops_per_step(summary: dict) -> float | None:
+    """The training FLOPs of an optimiser step as the run recorded them so far (the curves' compute axis)."""
+    flops = summary.get("compute", {}).get("flops")
+    steps = sum(s.get("to_step", 0) - s.get("from_step", 0) for s in summary.get("segments", []))
+    return flops / steps if isinstance(flops, (int, float)) and flops > 0 and steps > 0 else None
 
 
 def chart_group(run: Run) -> str:

@@ -96,7 +96,10 @@ const Zoo = (() => {
 
   function curve(id, name) {  // [{x, y}] of one run, smoothed, against the chosen x axis
     const points = data.curves.get(id)?.[name] ?? [];
-    const x = points.map(([step]) => (view.x === "step" ? step : seconds(id, step)));
+    const perStep = data.runs.get(id)?.flops_per_step ?? null;
+    const at = {step: step => step, seconds: step => seconds(id, step),
+                flops: step => (perStep === null ? null : step * perStep)};
+    const x = points.map(([step]) => at[view.x](step));
     const raw = points.map(([, value]) => value);
     return {steps: points.map(([step]) => step), x, raw, y: smooth(raw)};
   }
@@ -162,7 +165,7 @@ const Zoo = (() => {
     const revision = `${name}|${view.x}|${log}`;
     const layout = {
       title: {text: name || "nothing logged yet", font: {size: 14}},
-      xaxis: {title: {text: view.x === "step" ? "step" : "wall time (s)"}, zeroline: false},
+      xaxis: {title: {text: {step: "step", seconds: "wall time (s)", flops: "training FLOPs"}[view.x]}, zeroline: false},
       yaxis: {title: {text: name + (view.smoothing ? ` (smoothed ${view.smoothing})` : "")},
               type: log ? "log" : "linear", zeroline: false},
       margin: {t: 40, r: 10, b: 50, l: 65}, height: 360, hovermode: "closest", legend: {font: {size: 10}},
@@ -235,7 +238,7 @@ const Zoo = (() => {
     const root = document.getElementById("zoo-curves");
     root.innerHTML = '<div class="zoo-controls">' +
       '<label>x axis <select id="zoo-x"><option value="step">step</option>' +
-      '<option value="seconds">wall time (s)</option></select></label>' +
+      '<option value="seconds">wall time (s)</option><option value="flops">training FLOPs</option></select></label>' +
       '<label>lines <select id="zoo-lines"><option value="runs">each run</option>' +
       '<option value="groups">mean ± std over seeds</option></select></label>' +
       '<label>smoothing <input type="range" id="zoo-smoothing" min="0" max="0.99" step="0.01" value="0">' +
@@ -244,7 +247,8 @@ const Zoo = (() => {
       '<div class="zoo-panels"></div>' +
       '<p class="note">Anything the runs logged (metrics.csv) can be chosen per chart. Smoothing is an ' +
       "exponential moving average (as TensorBoard's, faint lines: the values logged); wall time is read from the " +
-      "validations' clock; bands: ± one standard deviation over seeds, within the range the metric can take.</p>";
+      "validations' clock, training FLOPs from the FLOPs per step each run recorded; bands: ± one standard deviation " +
+      "over seeds, within the range the metric can take.</p>";
     const several = data.order.some(id => groupSize(data.runs.get(id)) > 1);
     view.lines = several ? "groups" : "runs";
     root.querySelector("#zoo-lines").value = view.lines;
