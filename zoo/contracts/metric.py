@@ -59,8 +59,9 @@ class Metric:
         return self.item_scores
 
     def sacrebleu_metric(self) -> Any | None:
-        """A fresh ``sacrebleu.metrics`` object computing the same score, for sacrebleu's paired significance
-        tests; None (the default) means significance is tested by resampling :meth:`item_scores`."""
+        """A fresh ``sacrebleu.metrics`` object computing the same score, whose sufficient statistics let ``zoo
+        compare`` rescore draws of the test items exactly (a corpus score is no mean of item scores); None (the
+        default) means draws average :meth:`item_scores`."""
         return None
 
     def signature(self) -> str | None:
