@@ -106,10 +106,10 @@ class Frontier:
         ranked = self.ranking(spend)
         return self.test(spend, ranked[0].family, ranked[1].family) if len(ranked) > 1 else None
 
-    def changes(self) -> list[str]:
-        """Each overtaking between consecutive budgets, among the families trained at both, with the difference
-        and p-value at the larger budget: a change within noise says so."""
-        said = []
+    def overtakings(self) -> list[tuple[Budget, Budget, str, str, Comparison | None]]:
+        """Each overtaking between consecutive budgets of one unit, among the families trained at both: (smaller
+        budget, larger, the family that overtakes, the one overtaken, their test at the larger budget)."""
+        found = []
         for low, high in zip(self.budgets, self.budgets[1:]):
             if low[0] != high[0]:  # FLOPs, then minutes: no order between them
                 continue
@@ -119,15 +119,21 @@ class Frontier:
             for a in after:
                 for b in after[after.index(a) + 1 :]:
                     if before.index(a) > before.index(b):
-                        said.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b}{self._margin(high, a, b)}")
-        return said
+                        found.append((low, high, a, b, self.test(high, a, b)))
+        return found
 
-    def _margin(self, spend: Budget, better: str, worse: str) -> str:
-        c = self.test(spend, better, worse)
-        if c is None:
-            return ""
-        sure = "" if c.p < SIGNIFICANCE and not c.items_only else ", within noise"
-        return f" (at {spoken(spend)}: {c.difference:+.1f}, p = {c.p:.3f}{sure})"
+    def changes(self) -> list[str]:
+        """The overtakings that are more than noise at the larger budget, each with its difference and p-value,
+        then how many others are within noise (a reordering of scores that differ by chance names no winner)."""
+        sure, noise = [], 0
+        for low, high, a, b, c in self.overtakings():
+            if c is None or c.items_only or c.p >= SIGNIFICANCE:
+                noise += 1
+                continue
+            sure.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({c.difference:+.1f}, p = {c.p:.3f})")
+        if noise:
+            sure.append(f"{noise} other change{'s' * (noise > 1)} of order within noise (p >= {SIGNIFICANCE})")
+        return sure
 
     def table(self) -> str:
         """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
@@ -151,6 +157,7 @@ class Frontier:
             "family, t-test over seeds and test items, * p < 0.05"
         )
         lines.append("ranking changes: " + "; ".join(changes) if changes else "the ranking is the same at every budget")
+
         return "\n".join(lines)
 
 
