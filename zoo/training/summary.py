@@ -108,6 +108,10 @@ def write_outputs(
     (run_dir / SAMPLES_FILE).write_text("".join(blocks))
 
 
+def _compute(compute: dict) -> str:
+    return f"{compute['flops'] / 1e12:,.2f} TFLOPs, {compute['processor_seconds']:,.0f} processor-s"
+
+
 def print_result(summary: dict, run_dir: Path) -> None:
     """The result table a user sees at the end of ``zoo train``."""
     components = summary["components"]
@@ -136,6 +140,16 @@ def print_result(summary: dict, run_dir: Path) -> None:
     rows += [
         ("params (trainable)", f"{summary['parameters']['trainable']:,}"),
         ("train time", f"{summary['train_seconds']:.1f} s"),
+        *(
+            [
+                (
+                    "train compute",
+                    f"{compute['flops'] / 1e12:,.2f} TFLOPs, {compute['processor_seconds']:,.0f} processor-s",
+                )
+            ]
+            if (compute := summary.get("compute"))
+            else []
+        ),
         ("tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
     ]
     width = max(len(k) for k, _ in rows)
