@@ -14,6 +14,7 @@ from zoo.report.columns import decimals
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
 from zoo.report.runs import RunsNotFound, UnknownSetting, find_runs
 from zoo.report.stats import item_draws, replicates, two_level
+from zoo.training.rundir import Lock
 
 discovery.discover()
 
@@ -68,17 +69,21 @@ def test_group_by_any_setting(tmp_path):
     assert group.label == "encoder.hidden_size=64" and group.metrics["bleu"].mean == 25.0
 
 
-def test_running_failed_old_and_damaged_runs_never_crash_it(tmp_path):
+def test_running_killed_failed_old_and_damaged_runs_never_crash_it(tmp_path):
     write(tmp_path / "done", summary("gru", {"bleu": 30.0}))
     write(tmp_path / "going", {**summary("lstm", {}), "status": "running"})
+    write(tmp_path / "gone", {**summary("rnn", {}), "status": "running"})  # killed: no process holds its lock
     write(tmp_path / "broke", {**summary("esn", {}), "status": "failed", "reason": "CorpusError: missing"})
     write(tmp_path / "half", '{"task": "transl')
     write(tmp_path / "old", {"test": {"bleu": 12.0}})
+    lock = Lock(tmp_path / "going", "run directory")
     runs = find_runs([tmp_path])
     board = Leaderboard([run for run in runs if run.path.name not in ("half", "old")])
     rows = {row[0]: row for row in board.view().rows}
+    lock.release()
     assert board.groups[0].label == "encoder=gru" and rows["encoder=gru"][-1] == "1 finished"
     assert rows["encoder=lstm"][-1] == "1 running" and rows["encoder=esn"][-1] == "1 failed"
+    assert rows["encoder=rnn"][-1] == "1 killed"
     assert sorted(run.status for run in runs if run.path.name in ("half", "old")) == ["old", "unreadable"]
     report = compare([tmp_path], fmt="markdown")
     assert "left out 2 run(s)" in report and "half" in report and "old" in report

@@ -5,11 +5,15 @@ zoo's training columns, an attention explorer), so no test trains."""
 from __future__ import annotations
 
 import csv
+import http.client
 import io
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,8 +26,9 @@ from zoo.report.bands import band, error_bars, metric_bounds
 from zoo.report.compare import write_report
 from zoo.report.live import Watch
 from zoo.report.runs import find_runs, read_metrics
-from zoo.report.serve import make_server
-from zoo.training.layout import ATTENTION_DIR, EXPLORER_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+from zoo.report.serve import Dashboard, make_server
+from zoo.training.layout import ATTENTION_DIR, EXPLORER_FILE, LOCK_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+from zoo.training.rundir import Lock
 
 discovery.discover()
 
@@ -138,9 +143,10 @@ def finish(folder: Path, attention: str, seed: int, rows: list[dict]) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Path:
-    """Two seeds of attention=additive (finished) and one of attention=dot, two epochs in of three (running);
-    beside the watched folder, a file the dashboard must not serve, which a link inside a run points to."""
+def runs(tmp_path_factory) -> Iterator[Path]:
+    """Two seeds of attention=additive (finished) and one of attention=dot, two epochs in of three (running: this
+    process holds its lock); beside the watched folder, a file the dashboard must not serve, which a link inside a
+    run points to."""
     root = tmp_path_factory.mktemp("dashboard")
     watched = root / "runs"
     make_run(watched / "additive-1", "additive", 1)
@@ -148,7 +154,9 @@ def runs(tmp_path_factory) -> Path:
     make_run(watched / "dot-1", "dot", 1, epochs=2, status="running")
     (root / "secret.txt").write_text("not for the dashboard")
     (watched / "additive-1" / "escape.txt").symlink_to(root / "secret.txt")
-    return watched
+    lock = Lock(watched / "dot-1", "run directory")
+    yield watched
+    lock.release()
 
 
 # --------------------------------------------------------------------------- ranges, bands, reading
@@ -174,6 +182,7 @@ def test_metrics_csv_is_read_column_by_column_leaving_a_half_written_line(tmp_pa
 
 def test_watch_sends_what_came_after_the_cursor_and_a_rewritten_run_whole(tmp_path):
     make_run(tmp_path / "r", "dot", 1, epochs=1, status="running")
+    lock = Lock(tmp_path / "r", "run directory")  # the run's process, alive
     watch = Watch()
     watch.update(find_runs([tmp_path]), {})
     first = watch.state()
@@ -195,6 +204,7 @@ def test_watch_sends_what_came_after_the_cursor_and_a_rewritten_run_whole(tmp_pa
     again = watch.state(later["cursor"])
     assert again["whole"] == [key] and again["points"][key][TRAIN_LOSS] == [[0.0, 6.01]]
     assert again["points"][key]["val/bleu"] == [[10, 1.0]]  # only the summary holds it now
+    lock.release()
 
 
 # --------------------------------------------------------------------------- in Chromium (conftest's `chromium`)
@@ -286,14 +296,23 @@ def test_report_offline_draws_any_logged_curve_smoothed_on_a_log_axis_and_the_se
     page.close()
 
 
+@contextmanager
+def serving(folder: Path, host: str = "127.0.0.1", refresh: int = 5) -> Iterator[int]:
+    """``zoo dashboard FOLDER --host HOST --refresh REFRESH`` served from a thread: its port."""
+    server = make_server([folder], host, port=0, refresh=refresh)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture(scope="module")
 def dashboard(runs):
-    """The dashboard (``zoo dashboard RUNS --refresh 1``) served from a thread: its address."""
-    server = make_server([runs], port=0, refresh=1)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    """The dashboard (``zoo dashboard RUNS --refresh 1``): its address."""
+    with serving(runs, refresh=1) as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture(scope="module")
@@ -357,7 +376,7 @@ def test_dashboard_serves_only_the_watched_folder_and_only_reads(dashboard, runs
     status, body = answer(f"{dashboard}additive-1/summary.json")
     assert status == 200 and json.loads(body)["seed"] == 1
     for outside in ("../secret.txt", "%2e%2e/secret.txt", "additive-1/escape.txt"):  # up, encoded, a link out
-        assert answer(f"{dashboard}{outside}")[0] == 403, outside
+        assert answer(f"{dashboard}{outside}")[0] in (403, 404), outside
     assert answer(f"{dashboard}%2Fetc%2Fpasswd")[0] in (403, 404) and answer(f"{dashboard}no/such/file")[0] == 404
     for method in ("POST", "PUT", "DELETE", "PATCH"):
         assert answer(f"{dashboard}additive-1/summary.json", method)[0] == 405, method
@@ -366,3 +385,110 @@ def test_dashboard_serves_only_the_watched_folder_and_only_reads(dashboard, runs
     status, body = answer(f"{dashboard}api/state?since=0")
     state = json.loads(body)
     assert status == 200 and set(state) >= {"server", "cursor", "runs", "new", "points", "bounds", "sections"}
+
+
+def test_no_chart_offers_to_share_or_upload_it(live_page):
+    """Plotly's logo and its Chart Studio buttons (send to the cloud, edit there) are on no chart of the page, even
+    where Plotly's defaults would show them."""
+    chart_studio = "{showSendToCloud: %s, showEditInChartStudio: %s, displaylogo: %s, plotlyServerURL: %s}"
+    live_page.evaluate(f"Plotly.setPlotConfig({chart_studio % ('true', 'true', 'true', repr('https://plot.ly'))})")
+    choose(live_page, "#zoo-smoothing", "0.3")  # every curve drawn again
+    contexts = live_page.evaluate(
+        "[...document.querySelectorAll('.js-plotly-plot')].map(gd => gd._context).map(c => [c.displaylogo,"
+        " !!c.showSendToCloud, !!c.showEditInChartStudio, c.plotlyServerURL ?? ''])"
+    )
+    buttons = live_page.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+    live_page.evaluate(f"Plotly.setPlotConfig({chart_studio % ('false', 'false', 'false', repr(''))})")
+    choose(live_page, "#zoo-smoothing", "0")
+    assert contexts and all(context == [False, False, False, ""] for context in contexts)
+    assert buttons and [t for t in buttons if re.search("cloud|studio|plotly|share", t, re.I)] == []
+
+
+# --------------------------------------------------------------------------- what it answers, and to whom
+def ask(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    """``GET path`` as written (nothing quoted or normalised), addressed to ``host`` (else 127.0.0.1:PORT)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        connection.putheader("Host", host or f"127.0.0.1:{port}")
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_dashboard_of_a_home_folder_serves_its_runs_files_and_nothing_else(tmp_path):
+    """``zoo dashboard ~``: a run's record, curves, config and pictures; never a dotfile, a key, a checkpoint, a
+    log or any other file, nor a run's file that is a link out of the run."""
+    home = tmp_path / "home"
+    make_run(home / "runs" / "r", "dot", 1)
+    private = [".netrc", ".ssh/id_rsa", "notes.txt", "runs/notes.txt", "runs/r/.hydra/config.yaml", "runs/r/.zoo.lock"]
+    private += ["runs/r/train.log", "runs/r/checkpoints/last.ckpt", "runs/r/plugins/mine/model.py"]
+    for name in private:
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text("PRIVATE")
+    (home / "runs" / "r" / "provenance.json").symlink_to(home / ".netrc")  # a run file's name, linking out
+    pictures = f"runs/r/{ATTENTION_DIR}/the_dog_sees_the_cat"
+    served = ["runs/r/summary.json", "runs/r/metrics.csv", "runs/r/config.yaml", f"{pictures}/{EXPLORER_FILE}"]
+    served.append(f"{pictures}/cross_layer1_head1.png")
+    with serving(home) as port:
+        assert {name: ask(port, f"/{name}")[0] for name in served} == dict.fromkeys(served, 200)
+        refused = {name: ask(port, f"/{name}") for name in [*private, "runs/r/provenance.json", "runs/r/", pictures]}
+    assert {name: status for name, (status, _) in refused.items()} == {
+        **dict.fromkeys(refused, 404),
+        "runs/r/provenance.json": 403,
+    }
+    assert [name for name, (_, body) in refused.items() if b"PRIVATE" in body] == []
+
+
+def test_dashboard_refuses_a_request_addressed_to_another_host(tmp_path):
+    """A page whose DNS name an attacker rebound to 127.0.0.1 sends its own name as Host: refused (403)."""
+    make_run(tmp_path / "r", "dot", 1)
+    with serving(tmp_path) as port:
+        for host in ("attacker.example.com", f"attacker.example.com:{port}", f"localhost:{port + 1}", "127.0.0.2"):
+            status, body = ask(port, "/r/summary.json", host)
+            assert status == 403 and b"localhost" in body, host
+        for host in (f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", "127.0.0.1"):
+            assert ask(port, "/r/summary.json", host)[0] == 200, host
+    named, everywhere = Dashboard([str(tmp_path)], 5, "gpu-box"), Dashboard([str(tmp_path)], 5, "0.0.0.0")
+    assert named.addressed("gpu-box:8765", 8765) and not named.addressed("10.1.2.3:8765", 8765)
+    assert everywhere.addressed("10.1.2.3:8765", 8765) and not everywhere.addressed("attacker.example.com", 8765)
+
+
+def test_dashboard_answers_every_bad_request_with_a_4xx_and_no_traceback(tmp_path, capsys):
+    make_run(tmp_path / "r", "dot", 1)
+    (tmp_path / "r" / "provenance.json").symlink_to("provenance.json")  # a link to itself
+    (tmp_path / "loop").symlink_to("loop")
+    long = "x" * 300
+    bad = {
+        "/api/state?since=%C2%B2": 400,  # a digit, but not 0-9
+        f"/api/state?since={'9' * 5000}": 400,
+        "/api/state?since=-1": 400,
+        f"/{long}": 404,
+        f"/r/{long}/summary.json": 404,
+        f"/r/{ATTENTION_DIR}/{long}/{EXPLORER_FILE}": 404,
+        "/r/provenance.json": 404,
+        "/loop/summary.json": 404,
+        "/r/%00/summary.json": 404,
+        "/r/summary.json%00": 404,
+        "/%C3%28": 404,
+        "/r/summary.json/": 404,
+    }
+    with serving(tmp_path) as port:
+        assert {path: ask(port, path)[0] for path in bad} == bad
+        assert ask(port, "/r/summary.json")[0] == 200
+    assert capsys.readouterr().err == ""
+
+
+def test_a_running_run_no_process_holds_the_lock_of_is_shown_killed(tmp_path):
+    """SIGKILL leaves the summary saying running and the lock file, which then locks nothing."""
+    make_run(tmp_path / "r", "dot", 1, epochs=1, status="running")
+    lock = Lock(tmp_path / "r", "run directory")
+    assert [run.status for run in find_runs([tmp_path])] == ["running"]
+    lock.release()
+    (tmp_path / "r" / LOCK_FILE).write_text(json.dumps({"pid": 1, "host": "here", "started": "before"}))
+    assert [run.status for run in find_runs([tmp_path])] == ["killed"]
+    with serving(tmp_path) as port:
+        status, body = ask(port, "/api/state?since=0")
+    assert status == 200 and [run["status"] for run in json.loads(body)["runs"]] == ["killed"]

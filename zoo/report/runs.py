@@ -13,7 +13,8 @@ from typing import Any
 
 from zoo.config.suggest import did_you_mean
 from zoo.errors import ZooError
-from zoo.training.layout import METRICS_FILE, SUMMARY_FILE
+from zoo.training.layout import LOCK_FILE, METRICS_FILE, SUMMARY_FILE
+from zoo.training.rundir import lock_held
 
 #: The resolved config a run wrote, and the Hydra config with its group choices.
 CONFIG_FILE = "config.yaml"
@@ -39,7 +40,7 @@ class UnknownSetting(ZooError, ValueError):
 class Run:
     """One run directory and its ``summary.json``.
 
-    ``status`` is the summary's (``running``, ``finished``, ``failed``), ``old``
+    ``status`` is the summary's (``running``, ``finished``, ``failed``, ``interrupted``), ``old``
     for a summary written before summaries had a schema version, or
     ``unreadable`` for one that is damaged or half-written by an older zoo.
     """
@@ -47,13 +48,16 @@ class Run:
     path: Path
     summary: dict
 
-    @property
+    @cached_property
     def status(self) -> str:
+        """The summary's status, except ``killed`` for a run it calls running that no process holds the lock of:
+        it ended without recording how (SIGKILL, out of memory, a lost node). Read once per reading of the runs."""
         if not self.summary:
             return "unreadable"
         if "schema_version" not in self.summary:
             return "old"
-        return self.summary.get("status", "finished")
+        status = self.summary.get("status", "finished")
+        return "killed" if status == "running" and not lock_held(self.path / LOCK_FILE) else status
 
     @property
     def seed(self) -> Any:

@@ -7,9 +7,12 @@ appears, finishes or fails, it also fetches the sections drawn here (``GET /api/
 quality and cost, breakdowns, samples, attention) and swaps them in. Plotly's script is served beside the page
 (``/assets/plotly-VERSION.js``, cached by the browser) rather than inlined in it.
 
-Read-only: bound to 127.0.0.1 by default, it answers GET and HEAD, nothing else (405), and serves no file but
-those under the watched folders, which is where everything the page links to lies (explorer pages, pictures):
-a path that resolves outside them (``..``, a symbolic link, an absolute path) is refused (403).
+Read-only and for this machine: bound to 127.0.0.1 by default, it answers GET and HEAD, nothing else (405), and
+only requests addressed to this machine by name (``Host``: 127.0.0.1, localhost, [::1], or the ``--host`` it
+listens on), so a web page whose DNS name was rebound to 127.0.0.1 cannot read it (403). Of the watched folders it
+serves only the files of their runs that :data:`RUN_FILES` names, which is all the page links to (explorer pages,
+pictures): never a hidden file, a checkpoint, a log, nor a file a symbolic link leads to outside its run. Every
+request gets an answer: a path, query or ``Host`` it cannot take is a 4xx, never a dropped connection.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import html
+import ipaddress
 import json
 import mimetypes
 import os
+import re
 import secrets
 import shutil
+import socket
 import threading
+import traceback
 from functools import cache, partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from string import Template
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -33,20 +40,50 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import plotly
 from plotly.offline import get_plotlyjs
 
-from zoo.errors import ZooError
+from zoo.errors import ZooError, one_line_reason, verbose
 from zoo.report.compare import leaderboards
 from zoo.report.html import asset, render
 from zoo.report.html import sections as drawn_sections
 from zoo.report.live import Watch, run_labels
 from zoo.report.runs import Run, find_runs
 from zoo.search.report import search_families
-from zoo.training.layout import ATTENTION_DIR, SUMMARY_FILE
+from zoo.training.layout import (
+    ATTENTION_DIR,
+    CONFIG_FILE,
+    EXPLORER_FILE,
+    HYPOTHESES_FILE,
+    METRICS_FILE,
+    PROVENANCE_FILE,
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    TEST_ITEMS_FILE,
+)
 
 #: Where the page loads Plotly from: a new Plotly is a new address, so the browser may keep this one for good.
 PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.js"
 STATE_URL, SECTIONS_URL = "/api/state", "/api/sections"
 #: Answers at least this long are sent gzipped to a browser that takes it (Plotly's 4.8 MB shrinks to 1.4 MB).
 GZIP_FROM = 2048
+#: The files of a run that are served, by their path in its folder (``*``: any one name): its record, curves,
+#: config, provenance and test outputs, and the attention pictures and explorer pages the page links to.
+RUN_FILES = (
+    SUMMARY_FILE,
+    METRICS_FILE,
+    CONFIG_FILE,
+    PROVENANCE_FILE,
+    TEST_ITEMS_FILE,
+    HYPOTHESES_FILE,
+    SAMPLES_FILE,
+    f"{ATTENTION_DIR}/*/{EXPLORER_FILE}",
+    f"{ATTENTION_DIR}/*/*.png",
+)
+NOT_SERVED = f"not a file the dashboard serves: it serves the runs' {', '.join(RUN_FILES)}"
+MISSING = "no such file in the watched runs"
+#: The names this machine answers to wherever it listens; and the listening addresses that mean every interface.
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+EVERYWHERE = frozenset({"", "0.0.0.0", "::"})
+#: A ``Host`` header: a name or an IPv4 address, or an IPv6 address in brackets; then perhaps a port.
+HOST = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^\[\]:@/]+)(?::([0-9]{1,5}))?")
 
 
 class Refused(Exception):
@@ -60,9 +97,13 @@ class Refused(Exception):
 class Dashboard:
     """The watched folders and the page made of their runs; one reading of the runs at a time."""
 
-    def __init__(self, paths: list[str], refresh: int) -> None:
+    def __init__(self, paths: list[str], refresh: int, host: str = "127.0.0.1") -> None:
         self.paths = paths
         self.refresh = refresh
+        #: The names a request may address this machine by (``Host``); listening on every interface, also its
+        #: name and any IP address (what a rebound DNS name sends is a name, never an address).
+        self.everywhere = host in EVERYWHERE
+        self.hosts = LOOPBACK | {socket.gethostname().lower() if self.everywhere else host.strip("[]").lower()}
         self.folders = [Path(path).resolve() for path in paths]
         #: The folder holding every watched one: the page's links are paths below it, and so are the addresses.
         self.root = Path(os.path.commonpath([f if f.is_dir() else f.parent for f in self.folders]))
@@ -106,17 +147,37 @@ class Dashboard:
             top, bottom = drawn_sections(boards, self.root / "index.html", search_families(runs))
             return {"mark": _sections_mark(runs), "top": top, "bottom": bottom}
 
+    def addressed(self, host: str | None, port: int) -> bool:
+        """Whether a request's ``Host`` header names this dashboard: one of :attr:`hosts`, with its port or none."""
+        match = HOST.fullmatch(host or "")
+        if match is None or (match[2] is not None and int(match[2]) != port):
+            return False
+        name = match[1].strip("[]").lower()
+        return name in self.hosts or (self.everywhere and _is_address(name))
+
     def run_file(self, address: str) -> Path:
-        """The file under a watched folder that ``address`` names (a path below :attr:`root`, as the page links)."""
+        """The file of a watched run that ``address`` names (a path below :attr:`root`, as the page links), when
+        :data:`RUN_FILES` names it and it lies in that run's folder once links are followed."""
+        parts = unquote(address).lstrip("/").split("/")
+        if not {"", ".", ".."}.isdisjoint(parts):
+            raise Refused(404, NOT_SERVED)
         try:
-            target = (self.root / unquote(address).lstrip("/")).resolve()
-        except (OSError, ValueError) as error:
-            raise Refused(404, f"no such file ({error})") from None
-        if not any(target.is_relative_to(folder) for folder in self.folders):
-            raise Refused(403, "only files under the watched folders are served")
-        if not target.is_file():
-            raise Refused(404, "no such file under the watched folders")
-        return target
+            for depth in sorted({len(pattern.split("/")) for pattern in RUN_FILES}):
+                run, inside = self.root.joinpath(*parts[:-depth]), PurePosixPath(*parts[-depth:])
+                if _is_run_file(inside) and self._is_run(run):
+                    target = (run / inside).resolve(strict=True)
+                    if not target.is_relative_to(run.resolve()):
+                        raise Refused(403, "a link that leads out of its run is not followed")
+                    if not target.is_file():
+                        raise Refused(404, MISSING)
+                    return target
+        except (OSError, RuntimeError, ValueError):  # missing, a name too long, a link loop, a NUL
+            raise Refused(404, MISSING) from None
+        raise Refused(404, NOT_SERVED)
+
+    def _is_run(self, folder: Path) -> bool:
+        """Whether ``folder`` holds a run (its summary) at or below a watched folder, as :func:`find_runs` reads."""
+        return any(folder.is_relative_to(f) for f in self.folders) and (folder / SUMMARY_FILE).is_file()
 
 
 def _sections_mark(runs: list[Run]) -> str:
@@ -128,6 +189,18 @@ def _sections_mark(runs: list[Run]) -> str:
         if run.status != "running":
             parts[-1] += [_mtime(run.path / SUMMARY_FILE), _mtime(run.path / ATTENTION_DIR)]
     return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+def _is_run_file(inside: PurePosixPath) -> bool:
+    return any(len(inside.parts) == len(p.split("/")) and inside.match(p) for p in RUN_FILES)
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _mtime(path: Path) -> int:
@@ -152,11 +225,17 @@ class DashboardHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the http.server spelling)
         address = urlsplit(self.path)
         try:
+            if not self.dashboard.addressed(self.headers.get("Host"), self.server.server_address[1]):
+                raise Refused(
+                    403,
+                    "the dashboard answers only requests addressed to 127.0.0.1, localhost or [::1] "
+                    "(or the --host it was started with), with its port",
+                )
             if address.path == "/":
                 self.page()
             elif address.path == STATE_URL:
                 since = parse_qs(address.query).get("since", ["0"])[0]
-                if not since.isdigit():
+                if not re.fullmatch("[0-9]{1,15}", since):
                     raise Refused(400, "since= takes the cursor of the previous answer (0: everything)")
                 self.json(self.dashboard.state(int(since)))
             elif address.path == SECTIONS_URL:
@@ -167,7 +246,9 @@ class DashboardHandler(BaseHTTPRequestHandler):
             else:
                 self.file(self.dashboard.run_file(address.path))
         except Refused as refusal:
-            self.send_error(refusal.status, str(refusal))
+            self.send_error(refusal.status, explain=str(refusal))
+        except ConnectionError:  # the reader left mid-answer: nobody to tell
+            self.close_connection = True
         except ZooError as error:  # a watched folder removed or damaged since the start: said, and asked again later
             if address.path == "/":
                 page = Template(asset("error.html")).substitute(
@@ -176,6 +257,10 @@ class DashboardHandler(BaseHTTPRequestHandler):
                 self.reply(page.encode(), "text/html; charset=utf-8", status=500)
             else:
                 self.json({"error": str(error)}, status=500)
+        except Exception as error:  # a bug: answered rather than dropped (the traceback with ZOO_VERBOSE=1)
+            if verbose():
+                traceback.print_exception(error)
+            self.send_error(500, explain=one_line_reason(error))
 
     head_only = False  # a HEAD request: the headers of the GET, no body
 
@@ -199,16 +284,18 @@ class DashboardHandler(BaseHTTPRequestHandler):
         self.reply(body, "application/json", status=status)
 
     def file(self, path: Path) -> None:
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        size = path.stat().st_size
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(size))
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        if not self.head_only:
-            with path.open("rb") as source:
+        try:
+            source = path.open("rb")
+        except OSError:  # removed since, or not readable by this user
+            raise Refused(404, "no such file in the watched runs") from None
+        with source:
+            self.send_response(200)
+            self.send_header("Content-Type", mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+            self.send_header("Content-Length", str(os.fstat(source.fileno()).st_size))
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if not self.head_only:
                 shutil.copyfileobj(source, self.wfile)
 
     def reply(
@@ -243,5 +330,5 @@ def _plotly_gzipped() -> bytes:
 
 def make_server(paths: list[str], host: str = "127.0.0.1", port: int = 8765, refresh: int = 5) -> ThreadingHTTPServer:
     """A server for the dashboard of the runs under ``paths`` (``port=0`` picks a free port)."""
-    dashboard = Dashboard([str(p) for p in paths], refresh)
+    dashboard = Dashboard([str(p) for p in paths], refresh, host)
     return ThreadingHTTPServer((host, port), partial(DashboardHandler, dashboard=dashboard))

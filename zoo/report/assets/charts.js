@@ -9,7 +9,9 @@
 const Zoo = (() => {
   const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
                    "#7f7f7f", "#bcbd22"];
-  const CONFIG = {responsive: true, displaylogo: false};
+  // No Plotly logo, and nothing that sends a chart to Chart Studio (its cloud and "edit" buttons, its server).
+  const CONFIG = {responsive: true, displaylogo: false, showSendToCloud: false, showEditInChartStudio: false,
+                  plotlyServerURL: ""};
   const PANELS = 4;  // charts a page opens with at most
   const data = {runs: new Map(), order: [], settings: new Map(), curves: new Map(), clock: new Map(),
                 bounds: {}, suggested: [], ignored: []};
