@@ -15,9 +15,11 @@ shared between processes counted once, split among them):
               prepared (data.prepare=true) against read into memory (data.prepare=false)
   ddp         two gloo processes (trainer=ddp_cpu) over the 1,015,000-pair corpus: each rank's RSS and PSS
   speed       tokens/s on Multi30k itself, prepared against in memory (--speed-steps steps each, alternating)
+  checksums   what the prepared files' checksums cost over the 1,015,000 pairs (prepared first if need be):
+              hashing every file (once as it is written) and checking the folder (each time a run opens it)
 
     python benchmarks/data_at_scale.py --multi30k ../shared/data/multi30k --work /tmp/scale [--pairs 4500000]
-        [--only prepare,first,train,prepare-repeated,repeat,ddp,speed]
+        [--only prepare,first,train,prepare-repeated,repeat,ddp,speed,checksums]
 
 Prints a Markdown table; docs/results.md ("Data at scale") records a run of it.
 """
@@ -137,6 +139,45 @@ def summary(run: Path) -> dict:
     return json.loads((run / "summary.json").read_text())
 
 
+def checksum_rows(work: Path, env: dict, corpus: Path) -> list[tuple[str, str, str]]:
+    """Hashing the prepared files of ``corpus`` (what writing them adds) and checking the folder (what each run's
+    opening adds), in this process, the files in the page cache as after a prepare; the best of three of each."""
+    from zoo.data.store import MANIFEST, checksum, incomplete
+
+    measure(["prepare", *PRESET, f"dataset.root={corpus}"], work, env)
+    (folder,) = [
+        manifest.parent
+        for manifest in (work / "cache" / "prepared").glob(f"*/{MANIFEST}")
+        if json.loads(manifest.read_text())["inputs"]["dataset"]["root"] == str(corpus)
+    ]
+    files = [path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST]
+    size = sum(path.stat().st_size for path in files)
+
+    def best(work_once) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            work_once()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    hashing = best(lambda: [checksum(path) for path in files])
+    checking = best(lambda: incomplete(folder))
+    what = f"{len(files)} files, {mb(size)}"
+    return [
+        (
+            f"checksums of 1,015,000 prepared pairs ({what}): hashed as written",
+            f"{hashing:.2f} s",
+            f"{size / hashing / 1e6:,.0f} MB/s",
+        ),
+        (
+            "the same, checked as a run opens the folder (`incomplete`)",
+            f"{checking:.2f} s",
+            f"{size / checking / 1e6:,.0f} MB/s",
+        ),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--multi30k", type=Path, required=True)
@@ -144,7 +185,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4_500_000)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--speed-steps", type=int, default=300)
-    parser.add_argument("--only", default="prepare,first,train,prepare-repeated,repeat,ddp,speed")
+    parser.add_argument("--only", default="prepare,first,train,prepare-repeated,repeat,ddp,speed,checksums")
     opts = parser.parse_args()
     only = set(opts.only.split(","))
     work = opts.work.resolve()
@@ -203,6 +244,8 @@ def main() -> None:
         rows.append(("Multi30k tokens/s, prepared", f"{mean['true']:,.0f}", str([round(s) for s in speeds["true"]])))
         rows.append(("Multi30k tokens/s, in memory", f"{mean['false']:,.0f}", str([round(s) for s in speeds["false"]])))
         rows.append(("prepared / in memory", f"{mean['true'] / mean['false']:.3f}", ""))
+    if "checksums" in only:
+        rows.extend(checksum_rows(work, env, repeated))
     print("| measurement | value | memory / detail |\n|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")

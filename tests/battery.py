@@ -56,9 +56,11 @@ def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str
 _server: multiprocessing.context.ForkServerContext | None = None
 
 
-def zoo_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
+def zoo_process(
+    args: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server) with ``stdin``'s bytes on its
-    standard input; its (exit status, stdout, stderr)."""
+    standard input and ``env`` added to its environment; its (exit status, stdout, stderr)."""
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
@@ -68,7 +70,7 @@ def zoo_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple
     out, err, given = (cwd.parent / f".{cwd.name}.{stream}" for stream in ("out", "err", "in"))
     if stdin is not None:
         given.write_bytes(stdin)
-    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
     process = _server.Process(
         target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err), None if stdin is None else str(given))
     )
@@ -97,7 +99,8 @@ class Case:
     In ``args``, ``{run}`` is a finished run. ``copy`` copies a shared run into the folder as ``run``
     first (``finished_run`` or ``plugin_run``), so ``files`` may damage the copy; ``locked`` names a
     folder that another process (this test) holds the run-directory lock of while the command runs;
-    ``stdin`` is what the command reads on its standard input (None: nothing).
+    ``stdin`` is what the command reads on its standard input (None: nothing); ``env`` sets environment
+    variables (shown before the command, ``ZOO_CACHE_DIR= zoo prepare``).
     """
 
     category: str
@@ -107,11 +110,13 @@ class Case:
     copy: str | None = None
     locked: str | None = None
     stdin: bytes | None = None
+    env: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         shown = [arg for arg in self.args if arg not in TRAIN_TINY]
         given = f" < {self.stdin[:16]!r}" if self.stdin is not None else ""
-        self.id = f"{self.category}: zoo {' '.join(shown)}"[: 100 - len(given)] + given
+        variables = "".join(f"{name}={value} " for name, value in (self.env or {}).items())
+        self.id = f"{self.category}: {variables}zoo {' '.join(shown)}"[: 100 - len(given)] + given
 
 
 def run_copy_with(path: str, data: bytes | None) -> Callable[[Path], None]:
@@ -184,7 +189,7 @@ def assert_refused(case: Case, here: Path, finished_run: Path, request) -> str:
     args = [arg.format(run=finished_run) for arg in case.args]
     before = snapshot(here, finished_run)
 
-    status, out, err = zoo_process(args, here, case.stdin)
+    status, out, err = zoo_process(args, here, case.stdin, case.env)
     after = snapshot(here, finished_run)
     if holder is not None:
         holder.release()

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 import zoo.data.prepare
 from zoo import registry
 from zoo.data.datamodule import ZooDataModule
-from zoo.data.prepare import cache_root, prepared_data
+from zoo.data.prepare import CacheError, cache_root, prepared_data
 from zoo.data.store import MANIFEST, Sequences, incomplete
 from zoo.registry import discovery
 
@@ -166,3 +166,52 @@ def test_two_processes_preparing_at_once_prepare_it_once(tmp_path):
     assert said[0] == "already prepared" and said[1].startswith("prepared in")
     (folder,) = [p for p in (tmp_path / "cache" / "prepared").iterdir() if p.is_dir()]
     assert incomplete(folder) is None and all(str(folder) in out for out, _ in outputs)
+
+
+def test_a_file_overwritten_with_bytes_of_its_size_is_rebuilt_not_trained_on(tmp_path, caplog):
+    """Random bytes of the right size pass a size check; the checksum finds them, and the folder is prepared
+    again (said once) into the very files zoo wrote first."""
+    write_corpus(tmp_path / "corpus")
+    cfg = tsv_config(tmp_path / "corpus", tmp_path / "cache")
+    folder = prepared_data(cfg).folder
+    tokens = folder / "train.target.bin"
+    written = tokens.read_bytes()
+    tokens.write_bytes(np.random.default_rng(0).bytes(len(written)))
+    assert "checksum differs" in incomplete(folder)
+    rebuilt = prepared_data(cfg)
+    assert rebuilt.made_now and tokens.read_bytes() == written and incomplete(folder) is None
+    assert caplog.text.count("cannot be used") == 1 and "train.target.bin is not the file zoo wrote" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [b"[]", b'{"format": 2, "files": {}}', b"\xff\xfe not json", b'{"format": 1, "files": {}}'],
+    ids=["a list", "edited", "unreadable", "older format"],
+)
+def test_a_manifest_zoo_did_not_write_is_rebuilt(tmp_path, manifest):
+    write_corpus(tmp_path / "corpus")
+    cfg = tsv_config(tmp_path / "corpus", tmp_path / "cache")
+    folder = prepared_data(cfg).folder
+    (folder / MANIFEST).write_bytes(manifest)
+    assert incomplete(folder) is not None
+    rebuilt = prepared_data(cfg)
+    assert rebuilt.made_now and incomplete(folder) is None and rebuilt.manifest["splits"]["train"]["items"] == 30
+
+
+@pytest.mark.parametrize("in_the_way", ["a file", "a folder with a user's file"])
+def test_what_zoo_did_not_write_is_refused_never_deleted(tmp_path, in_the_way):
+    """A broken prepared folder is removed only when all it holds is what a prepare writes."""
+    write_corpus(tmp_path / "corpus")
+    cfg = tsv_config(tmp_path / "corpus", tmp_path / "cache")
+    folder = cache_root(cfg) / zoo.data.prepare.folder_name(cfg, zoo.data.prepare.key_inputs(cfg))
+    folder.parent.mkdir(parents=True)
+    if in_the_way == "a file":
+        mine, says = folder, "is a file zoo did not write"
+    else:
+        folder.mkdir()
+        (folder / MANIFEST).write_text("[]")
+        mine, says = folder / "notes.txt", "holds notes.txt, which zoo does not write"
+    mine.write_text("the user's")
+    with pytest.raises(CacheError, match=says):
+        prepared_data(cfg)
+    assert mine.read_text() == "the user's"

@@ -16,7 +16,9 @@ refused at once. It never reads the array whole: it maps the file read-only
 (:meth:`FeatureTable.rows`) and lets the mapped pages go, so a run's memory does not
 grow with the number of images. The table pickles without its map: a data-loader
 worker maps the file itself on first use. :func:`write_features` writes both files
-under temporary names and renames them into place only when complete.
+under temporary names and renames them into place only when complete; it claims the
+array's whole size on disk before writing through its map (a mapped write to a full
+disk is SIGBUS, which kills the process without a word), so a full disk is one line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 from numpy.lib import format as npy
 
+from zoo.disk import disk_full, no_space, reserve
 from zoo.errors import ZooError, first_line
 
 #: What the index says it is (a file from another program, or a later layout, is refused).
@@ -129,9 +132,12 @@ def _release(array: np.memmap) -> None:
 
 # ------------------------------------------------------------------ writing
 def check_new(path: Path) -> None:
-    """Refuse to write features to ``path`` unless it is a new ``.npy`` (an existing file is never replaced)."""
+    """Refuse to write features to ``path`` unless it is a new ``.npy`` in a folder that exists (an existing file is
+    never replaced)."""
     if path.suffix != ".npy":
         raise FeatureError(f"{path}: features are written as a memory-mapped .npy file; end the name with .npy")
+    if not path.parent.is_dir():
+        raise FeatureError(f"{path}: there is no folder {path.parent}; create it first or write the file elsewhere")
     for taken in (path, index_path(path)):
         if taken.exists():
             raise FeatureError(f"{taken} already exists; choose another file name or delete it first")
@@ -180,9 +186,12 @@ def write_features(
             _sync(partial)
             os.replace(partial, target)
             placed.append(target)
-    except BaseException:
+    except BaseException as error:
+        written = sum(partial.stat().st_size for partial in partials if partial.exists())
         for leftover in (*partials, *placed):
             leftover.unlink(missing_ok=True)
+        if disk_full(error):  # the header or the index: the array's space was claimed already
+            raise no_space(path, written, at_least=True) from None
         raise
     return load_features(path)
 
@@ -197,7 +206,7 @@ def _fill(
         if block.ndim != 3 or block.shape[1] != positions:
             raise FeatureError(f"a block of grids is (images, {positions} positions, feature_dim), not {block.shape}")
         if array is None:
-            array = npy.open_memmap(partial, mode="w+", dtype=dtype, shape=(images, positions, block.shape[2]))
+            array = _mapped(partial, (images, positions, block.shape[2]), dtype)
         if block.shape[2] != array.shape[2] or filled + len(block) > images:
             raise FeatureError(f"grids of shape {block.shape[1:]} after {filled} rows do not fit {array.shape}")
         array[filled : filled + len(block)] = block
@@ -206,6 +215,22 @@ def _fill(
         _release(array)
     if filled != images:
         raise FeatureError(f"{filled} grids for {images} images")
+    return array
+
+
+def _mapped(partial: Path, shape: tuple[int, int, int], dtype: np.dtype) -> np.memmap:
+    """A new .npy of ``shape`` at ``partial`` mapped for writing, its whole size claimed on disk first: a disk
+    without the space is one line, before anything is written through the map."""
+    array = npy.open_memmap(partial, mode="w+", dtype=dtype, shape=shape)
+    size = array.offset + array.nbytes
+    try:
+        reserve(partial, size)
+    except OSError as error:
+        if not disk_full(error):
+            raise
+        del array  # unmapped, so removing the file frees what the claim took
+        partial.unlink()
+        raise no_space(partial.with_name(partial.name.removesuffix(".partial")), size) from None
     return array
 
 

@@ -11,7 +11,11 @@ key, so the data is prepared again; the same ones find the folder and read it at
 One process prepares while the others wait on a lock (DDP ranks, a sweep's jobs, two
 runs started together), then all map the same files. The work runs in a child process,
 so the training process never holds the corpus as Python objects. A folder that is
-incomplete (an interrupted prepare, a file cut short) is prepared again, never read.
+incomplete or damaged (an interrupted prepare, a file cut short or overwritten, a manifest
+zoo did not write: :func:`zoo.data.store.incomplete` checks every file's checksum) is
+prepared again, never read; one that holds a file zoo does not write, or a file where the
+folder should be, is refused in one line rather than deleted. A cache folder that cannot
+be written and a disk that fills while preparing are one line too, leaving no partial folder.
 
 Only tasks whose sources are id sequences (``Task.token_sources``) are prepared; image
 sources are read through the task's own caches and ``zoo features``.
@@ -42,6 +46,7 @@ from zoo.contracts import SPLITS, Item, Task
 from zoo.data.sampling import DataError
 from zoo.data.store import (
     FORMAT_VERSION,
+    MANIFEST,
     Sequences,
     SequenceWriter,
     id_dtype,
@@ -52,6 +57,8 @@ from zoo.data.store import (
     save_array,
     write_manifest,
 )
+from zoo.disk import disk_full, no_space
+from zoo.errors import ZooError
 from zoo.registry import build, get
 
 log = logging.getLogger(__name__)
@@ -62,11 +69,32 @@ PREPARED_DIR = "prepared"
 CODECS_DIR = "codecs"
 #: Items encoded at a time while preparing (one batch for the tokenizer's parallel encoder).
 CHUNK_ITEMS = 50_000
+#: The files a prepare writes for each split, beside the manifest and the codecs' folder.
+SPLIT_FILES = (
+    "source.bin",
+    "source.offsets.npy",
+    "target.bin",
+    "target.offsets.npy",
+    "source_size.npy",
+    "target_item.npy",
+    "items.jsonl",
+)
+
+
+class CacheError(ZooError):
+    """The cache folder cannot hold prepared data, or something zoo did not write stands where it would."""
 
 
 def cache_root(cfg: Any) -> Path:
-    """Where prepared folders live: ``<paths.cache>/prepared``."""
-    return Path(str(cfg.paths.cache)).expanduser() / PREPARED_DIR
+    """Where prepared folders live: ``<paths.cache>/prepared``. An empty ``paths.cache`` (``ZOO_CACHE_DIR=``)
+    is refused: it would prepare into whatever folder the command runs in."""
+    cache = str(cfg.paths.cache).strip()
+    if not cache:
+        raise CacheError(
+            "the cache folder is empty (ZOO_CACHE_DIR= or paths.cache=), which would put prepared data in the "
+            "current folder: unset ZOO_CACHE_DIR (for ~/.cache/zoo) or give it a folder (ZOO_CACHE_DIR=/scratch/zoo)"
+        )
+    return Path(cache).expanduser() / PREPARED_DIR
 
 
 def _plain(section: Any) -> Any:
@@ -168,12 +196,13 @@ def preparable(task: Task) -> bool:
 
 def prepared_data(cfg: Any) -> PreparedData:
     """The prepared folder of ``cfg``'s data, prepared first when there is none (or only a broken one)."""
-    inputs = key_inputs(cfg)
     root = cache_root(cfg)
+    inputs = key_inputs(cfg)
     folder = root / folder_name(cfg, inputs)
-    if incomplete(folder) is None:
+    why = incomplete(folder)
+    if why is None:
         return PreparedData(folder)
-    root.mkdir(parents=True, exist_ok=True)
+    _check_removable(folder, why)
     with _exclusive(root / f"{folder.name}.lock", folder):
         why = incomplete(folder)
         if why is None:  # another process prepared it while this one waited
@@ -189,11 +218,41 @@ def prepared_data(cfg: Any) -> PreparedData:
     return PreparedData(folder, made_now=True)
 
 
+def _check_removable(folder: Path, why: str) -> None:
+    """Refuse to prepare again over what zoo did not write (it would be deleted): a file or a link where the prepared
+    folder should be, or a folder holding a file a prepare does not write."""
+    if not folder.exists() and not folder.is_symlink():
+        return
+    if folder.is_symlink() or not folder.is_dir():
+        raise CacheError(
+            f"{folder} is where zoo keeps this data's prepared files, but it is a "
+            f"{'link' if folder.is_symlink() else 'file'} zoo did not write; move or delete it, then run again"
+        )
+    ours = {MANIFEST, CODECS_DIR, *(f"{split}.{name}" for split in SPLITS for name in SPLIT_FILES)}
+    foreign = sorted(path.name for path in folder.iterdir() if path.name not in ours)
+    if foreign:
+        raise CacheError(
+            f"prepared data {folder} cannot be used ({why}) and holds {foreign[0]}, which zoo does not write; "
+            "move what you keep there elsewhere or delete the folder, then run again"
+        )
+
+
 @contextlib.contextmanager
 def _exclusive(lock_path: Path, folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``lock_path`` for as long as the block runs; waits, saying so, while another
-    process holds it. The lock file stays (removing it would let a third process lock a new file)."""
-    with open(lock_path, "a") as handle:
+    process holds it. The lock file stays (removing it would let a third process lock a new file). A cache
+    folder that cannot be made or written is one line naming it."""
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a")  # noqa: SIM115 (closed by the with below)
+    except OSError as error:
+        in_the_way = next((p for p in lock_path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{in_the_way} is a file" if in_the_way else f"{error.strerror}: {error.filename}"
+        raise CacheError(
+            f"cannot write prepared data to the cache folder {lock_path.parent} ({why}); set ZOO_CACHE_DIR "
+            "(or paths.cache) to a folder you can write"
+        ) from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -232,6 +291,13 @@ def _prepare(cfg: dict, inputs: dict, folder: Path) -> None:
         counts = {split: _write_split(building, split, splits[split], task, dtypes) for split in SPLITS}
         write_manifest(building, {"inputs": inputs, "splits": counts, "dtypes": {k: v.name for k, v in dtypes.items()}})
         publish(building, folder)
+    except Exception as error:
+        if not disk_full(error):
+            raise
+        written = sum(path.stat().st_size for path in building.rglob("*") if path.is_file())
+        shutil.rmtree(building, ignore_errors=True)  # before the free space is measured
+        advice = "free some space, or set ZOO_CACHE_DIR (or paths.cache) to a folder on a larger disk"
+        raise no_space(folder, written, at_least=True, advice=advice) from None
     finally:
         shutil.rmtree(building, ignore_errors=True)
 

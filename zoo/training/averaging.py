@@ -124,5 +124,6 @@ def validation_prefers_average(average: float, best: float | None, mode: str) ->
 
 
 def write_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
-    """Write ``checkpoint`` to ``path`` through a temporary file and a rename (replacing a file already there)."""
+    """Write ``checkpoint`` to ``path`` through a temporary file and a rename (replacing a file already there); a full
+    disk is one line naming the path, and leaves no partial file."""
     AtomicCheckpointIO().save_checkpoint(checkpoint, path)

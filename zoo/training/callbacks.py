@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks import Callback, Checkpoint
 from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.contracts import PAD
+from zoo.disk import disk_full, no_space
 from zoo.training.interruptions import Interruptions
 from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
@@ -88,7 +89,8 @@ class TrainingCurves(Callback):
 
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Every checkpoint is written to ``<name>.partial``, then renamed: a cut-off write never replaces a good file,
-    and a write that fails (a full disk) leaves no partial file behind."""
+    and a write that fails leaves no partial file behind; a full disk is one line (:mod:`zoo.disk`) rather than
+    torch's "enforce fail at inline_container.cc"."""
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
         path = Path(path)
@@ -100,9 +102,22 @@ class AtomicCheckpointIO(TorchCheckpointIO):
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(partial, path)
-        except BaseException:
+        except BaseException as error:
             partial.unlink(missing_ok=True)
+            if disk_full(error):
+                raise no_space(path, tensor_bytes(checkpoint), at_least=True) from None
             raise
+
+
+def tensor_bytes(value) -> int:
+    """The bytes of the tensors in a checkpoint's nested dicts and lists: what writing it takes, at least."""
+    if isinstance(value, torch.Tensor):
+        return value.nbytes
+    if isinstance(value, dict):
+        return sum(tensor_bytes(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(item) for item in value)
+    return 0
 
 
 def rng_states() -> dict:
