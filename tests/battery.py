@@ -98,7 +98,8 @@ class Case:
 
     In ``args``, ``{run}`` is a finished run. ``copy`` copies a shared run into the folder as ``run``
     first (``finished_run`` or ``plugin_run``), so ``files`` may damage the copy; ``locked`` names a
-    folder that another process (this test) holds the run-directory lock of while the command runs;
+    folder (``run``: the copy, as if it were still training) that another process (this test) holds the
+    run-directory lock of while the command runs;
     ``stdin`` is what the command reads on its standard input (None: nothing); ``env`` sets environment
     variables (shown before the command, ``ZOO_CACHE_DIR= zoo prepare``).
     """
@@ -184,7 +185,7 @@ def assert_refused(case: Case, here: Path, finished_run: Path, request) -> str:
         case.files(here)
     holder = None
     if case.locked:
-        (here / case.locked).mkdir()
+        (here / case.locked).mkdir(exist_ok=True)  # the copied run, or a new folder
         holder = Lock(here / case.locked, "run directory")
     args = [arg.format(run=finished_run) for arg in case.args]
     before = snapshot(here, finished_run)

@@ -423,3 +423,31 @@ def test_the_terminal_table_fits_the_terminal_and_never_breaks_a_number(tmp_path
         sum(line.startswith("┏") for line in lines) > 1
         and sum(line.startswith("│ encoder=lstm ") for line in lines) > 1
     )
+
+
+def test_a_score_that_is_no_number_is_left_out_of_mean_and_std_and_said_under_the_table(tmp_path):
+    write(tmp_path / "a1", summary("gru", {"bleu": 30.0}, seed=1))
+    write(tmp_path / "a2", summary("gru", {"bleu": 34.0}, seed=2))
+    write(tmp_path / "a3", summary("gru", {"bleu": float("nan")}, seed=3))  # a seed that diverged
+    write(tmp_path / "b1", summary("lstm", {"bleu": float("inf")}, seed=1))
+    board = Leaderboard(find_runs([tmp_path]))
+    gru, lstm = (group.metrics["bleu"] for group in board.groups)
+    assert (gru.mean, round(gru.std, 3), gru.n) == (32.0, 2.828, 2) and lstm is None
+    table = compare([tmp_path])
+    assert "encoder=gru: 1 run's bleu is NaN, left out" in table
+    assert "encoder=lstm: 1 run's bleu is inf, left out" in table
+    (data,) = json.loads(compare([tmp_path], fmt="json"))
+    assert data["rows"][0]["left_out"] == ["1 run's bleu is NaN, left out"]
+
+
+def test_a_report_replaces_only_a_page_zoo_wrote(tmp_path):
+    from zoo.report.compare import write_report, written_by_zoo
+
+    write(tmp_path / "runs" / "a", summary("gru", {"bleu": 30.0}))
+    page = write_report([tmp_path / "runs"], tmp_path / "report.html")
+    assert written_by_zoo(page) and '<meta name="generator" content="zoo ' in page.read_text()
+    page.write_text(page.read_text().replace("encoder=gru", "an older report"))
+    write_report([tmp_path / "runs"], page)
+    assert "an older report" not in page.read_text()
+    (tmp_path / "mine.html").write_text("<!DOCTYPE html><title>my notes</title>")
+    assert not written_by_zoo(tmp_path / "mine.html")

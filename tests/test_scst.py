@@ -31,7 +31,8 @@ from zoo.decoding import sample
 from zoo.model import Seq2Seq
 from zoo.registry import build, default_config, discovery, get
 from zoo.training.module import ZooModule
-from zoo.training.scst import Baseline, Scst, advantages, scst_loss, sequence_log_probs
+from zoo.training.resume import ResumeRefused, check_resume_config
+from zoo.training.scst import STEP_SETTINGS, Baseline, Scst, advantages, scst_loss, sequence_log_probs
 
 discovery.discover()
 
@@ -203,16 +204,18 @@ def test_a_metric_without_per_item_scores_is_refused_naming_those_that_have_them
 
 
 def initial_weights(folder: Path, *overrides: str, seed: int = 7) -> Path:
-    """A checkpoint of the tiny captioner, as a run of ``overrides`` would write it, with weights of ``seed``."""
+    """A checkpoint of the tiny captioner, as a run of ``overrides`` would write it (in ``folder``'s checkpoints/,
+    its tokenizers/ beside them), with weights of ``seed``."""
     cfg = composed(*CAPTION_TINY, *overrides)
-    data = ZooDataModule(cfg, folder / "codecs")
+    data = ZooDataModule(cfg, folder)
     data.setup()
     torch.manual_seed(seed)
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     source = dataclasses.asdict(data.task.source_description())
     module = ZooModule(container, source, data.task.target_vocab_size)
     stored = {"cfg": container, "source": source, "target_vocab_size": data.task.target_vocab_size}
-    path = folder / f"init-{seed}.ckpt"
+    path = folder / "checkpoints" / f"init-{seed}.ckpt"
+    path.parent.mkdir()
     torch.save({"state_dict": module.state_dict(), "hyper_parameters": stored}, path)
     return path
 
@@ -242,16 +245,16 @@ def test_init_from_of_another_model_or_nothing_is_refused_at_composition(init_ck
 LR = 5e-5
 
 
-def scst_args(init: Path, epochs: int) -> list[str]:
-    """SCST from ``init`` on the tiny captioning data: 3 steps an epoch, a validation after each epoch."""
+def scst_args(init: Path, epochs: int, lr: float = LR) -> list[str]:
+    """SCST from ``init`` on the tiny captioning data: its start validated, 3 steps an epoch, a validation after each
+    epoch; at ``lr`` (constant, scst's default) rather than optim's."""
     return [
         *(override for override in CAPTION_TINY if not override.startswith("trainer.max_epochs")),
         "scst.enabled=true",
         "scst.samples=3",
         f"init_from={init}",
-        f"optim.lr={LR}",
-        "optim.warmup_steps=0",
-        "optim.schedule=constant",
+        f"scst.lr={lr}",
+        "optim.lr=1e3",  # not the SCST stage's: it would diverge at once
         "trainer.log_every_n_steps=1",
         f"trainer.max_epochs={epochs}",
     ]
@@ -270,11 +273,13 @@ def last_weights(run_dir: Path) -> dict:
 
 def test_an_scst_run_starts_from_init_from_trains_on_rewards_validates_and_tests(scst_run, init_ckpt):
     summary = json.loads((scst_run / "summary.json").read_text())
-    assert summary["status"] == "finished" and len(summary["validations"]) == 2 and "cider_d" in summary["test"]
+    assert summary["status"] == "finished" and "cider_d" in summary["test"]
+    assert [v["step"] for v in summary["validations"]] == [0, 3, 6], "the start, then one validation an epoch"
     rows = (scst_run / "metrics.csv").read_text().splitlines()
     header = rows[0].split(",")
     steps = [dict(zip(header, row.split(","))) for row in rows[1:] if row.split(",")[header.index("train/reward")]]
     assert len(steps) == summary["steps"] and all(float(s["train/baseline"]) >= 0 for s in steps)
+    assert {float(s["train/lr"]) for s in steps} == {LR}, "scst.lr, constant: not optim.lr"
     assert "starting from the weights of" in (scst_run / "train.log").read_text()
     start, end = torch.load(init_ckpt, weights_only=True)["state_dict"], last_weights(scst_run)
     statistics = ("running_mean", "running_var", "num_batches_tracked")  # BatchNorm's follow the data, not the lr
@@ -293,6 +298,35 @@ def test_a_resumed_scst_run_ends_as_the_straight_run(scst_run, init_ckpt, tmp_pa
     assert (run_dir / "metrics.csv").read_text() == (scst_run / "metrics.csv").read_text()
     straight, resumed = last_weights(scst_run), last_weights(run_dir)
     assert all(torch.equal(straight[key], resumed[key]) for key in straight)
+
+
+def test_the_start_is_validated_first_and_stays_the_best_checkpoint_until_a_validation_beats_it(init_ckpt, tmp_path):
+    """At a step too small to change an output, no later validation beats the start: best.ckpt holds init_from's
+    weights, and they are what the test scores."""
+    fork_zoo("train", *scst_args(init_ckpt, 1, lr=1e-12), f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    start, later = summary["validations"]
+    assert start["step"] == 0 and later["step"] == 3 and later["cider_d"] == start["cider_d"]
+    assert summary["best_val"] == pytest.approx(start["cider_d"], abs=1e-4)
+    assert summary["best_checkpoint"].endswith("checkpoints/best.ckpt")
+    best = torch.load(summary["best_checkpoint"], map_location="cpu", weights_only=True)["state_dict"]
+    initial = torch.load(init_ckpt, map_location="cpu", weights_only=True)["state_dict"]
+    assert best.keys() == initial.keys() and all(torch.equal(best[key], initial[key]) for key in initial)
+
+
+def test_an_scst_run_made_before_scst_lr_resumes_only_at_the_optim_step_it_trained_with(scst_run, init_ckpt, tmp_path):
+    """Its SCST stage took optim's lr, warmup and schedule: resumed at scst's defaults it would train at another."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saved = OmegaConf.load(scst_run / "config.yaml")
+    for key in STEP_SETTINGS:
+        del saved.scst[key]
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    with pytest.raises(ResumeRefused, match="cannot resume .* with scst.lr=5e-05: the run has scst.lr=1000.0"):
+        check_resume_config(run_dir, composed(*scst_args(init_ckpt, 2)))
+    optim = saved.optim
+    steps = [f"scst.warmup_steps={optim.warmup_steps}", f"scst.schedule={optim.schedule}"]
+    check_resume_config(run_dir, composed(*scst_args(init_ckpt, 2, lr=optim.lr), *steps))
 
 
 def test_scst_from_random_weights_warns_to_pass_init_from(scst_run, tmp_path):

@@ -102,6 +102,9 @@ class TranslationTask(Task):
             self.source_tokenizer if self.cfg.joint_vocab else load_tokenizer(self.tokenizer_cfg, target_path)
         )
 
+    def tokenizers(self) -> dict[str, Any]:
+        return {"source": self.source_tokenizer, "target": self.target_tokenizer}
+
     def source_description(self) -> SourceDescription:
         return SourceDescription("tokens", vocab_size=self.source_tokenizer.vocab_size)
 

@@ -2,7 +2,8 @@
 or of checkpoint files of one model, written as a checkpoint ``zoo predict --checkpoint`` reads.
 
 The file is written through a temporary file and a rename, and a file already there is replaced only with
-``--force``: a user's checkpoint is never lost to a mistyped ``--out``.
+``--force``: a user's checkpoint is never lost to a mistyped ``--out``. A run still being written (its lock held by a
+live process) is neither read nor written: its snapshots change at every validation.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def run(args: list[str], description: str) -> None:
     run_dir, paths, default_out = _sources(opts)
     out = Path(opts.out) if opts.out else default_out
     _check_out(out, opts.force)
+    from zoo.training.rundir import refuse_live_run
+
+    refuse_live_run(out, "write the average outside it (--out), or once that process has ended")
 
     from zoo.training.averaging import average_checkpoints, write_checkpoint
     from zoo.training.layout import CHECKPOINTS_DIR
@@ -71,10 +75,12 @@ def _sources(opts) -> tuple[Path | None, list[Path], Path | None]:
 def _run_snapshots(run_dir: Path, last: int | None, best: int | None) -> tuple[list[Path], Path]:
     """The run's kept snapshots that ``--last``/``--best`` choose (all without either) and the default output."""
     from zoo.training.layout import AVERAGE_OF_FILE, CONFIG_FILE, SNAPSHOTS_DIR
+    from zoo.training.rundir import refuse_live_run
     from zoo.training.snapshots import BEST, LAST, choose, read_index
 
     if not (run_dir / CONFIG_FILE).is_file():
         raise ZooError(f"{run_dir} is not a zoo run directory (no {CONFIG_FILE}); pass the folder `zoo train` printed")
+    refuse_live_run(run_dir, "average its snapshots once that process has ended (they change at every validation)")
     index = read_index(run_dir)
     if not index or not index["snapshots"]:
         raise ZooError(

@@ -23,6 +23,7 @@ import torch
 from zoo.cli.args import CommandParser, train_config
 from zoo.data.features import DEFAULT_DTYPE, DTYPES, FeatureTable, check_new, write_features
 from zoo.errors import ZooError
+from zoo.training.rundir import refuse_live_run
 
 CHUNK = 256  # images decoded at a time
 BATCH = 32  # images per backbone pass
@@ -47,6 +48,7 @@ def run(args: list[str], description: str) -> None:
     opts = parser.parse_intermixed_args(args)  # --dtype before, between or after the overrides
     out = Path(opts.out)
     check_new(out)  # before the backbone runs for minutes
+    refuse_live_run(out, "write the features outside it")
     cfg = _compose(opts.overrides)
     started = time.perf_counter()
     table = extract(cfg, out, opts.dtype)

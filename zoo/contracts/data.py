@@ -140,6 +140,11 @@ class Tokenizer:
     def vocab_size(self) -> int:
         raise NotImplementedError
 
+    def tokens(self) -> list[str]:
+        """Each id's token, in id order: what the ids mean, so two vocabularies can be compared (``init_from``
+        refuses weights whose ids mean other tokens). The default decodes each id alone."""
+        return self.decode([[i] for i in range(self.vocab_size)])
+
     def save(self, path: str) -> None:
         """Write everything needed to rebuild the tokenizer to the file ``path``."""
         raise NotImplementedError

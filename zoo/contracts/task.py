@@ -92,6 +92,11 @@ class Task:
         """Restore the codecs written by :meth:`save`; a missing or broken file is a :class:`TaskError`."""
         raise NotImplementedError
 
+    def tokenizers(self) -> dict[str, Tokenizer]:
+        """The trained tokenizers by side, as :meth:`save` names their files (``tokenizers/<side>.json``): weights
+        from another run (``init_from``) are refused unless that run's files hold the same tokens at the same ids."""
+        return {"target": self.target_tokenizer}
+
     def source_description(self) -> SourceDescription:
         """What the frontend is built from (after fit or load)."""
         raise NotImplementedError

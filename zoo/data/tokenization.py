@@ -89,6 +89,10 @@ class HFTokenizer(Tokenizer):
     def vocab_size(self) -> int:
         return self._ready().get_vocab_size()
 
+    def tokens(self) -> list[str]:
+        pipeline = self._ready()
+        return [pipeline.id_to_token(i) for i in range(pipeline.get_vocab_size())]
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the HF tokenizer JSON to ``path`` (its folder is created)."""
         path = Path(path)

@@ -214,6 +214,9 @@ class Predictor:
     def _with_wandb(self, write: Any, source: Any) -> Any:
         """Call a writer of :mod:`zoo.viz` for a usable ``source``, logging to W&B when the training run did."""
         read = self.check(source)  # before a folder or a W&B run is made for it
+        from zoo.training.rundir import refuse_live_run
+
+        refuse_live_run(self.run_dir, "draw its attention once that process has ended")
         wandb_run = self._wandb_run("attention")
         try:
             return write(

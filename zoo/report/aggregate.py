@@ -15,6 +15,7 @@ configuration or several, are flagged in :attr:`Group.shared_seeds`.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Collection
@@ -70,6 +71,9 @@ class Group:
     costs: dict[str, Stat] = field(default_factory=dict)
     #: Every score of the task's breakdowns: (breakdown, bucket, score) -> its statistic over the seeds.
     breakdowns: dict[tuple[str, str, str], Stat] = field(default_factory=dict)
+    #: Values left out of the statistics for not being finite numbers (a diverged run's NaN): (column, value shown)
+    #: -> how many runs had it.
+    non_finite: Counter = field(default_factory=Counter)
 
     def name(self, shared: Collection[str] = ()) -> str:
         """The label less the ``shared`` settings (those every row has alike, said once above the table)."""
@@ -122,6 +126,14 @@ class Group:
                 notes.append(f"seed {seed} is used by {len(runs)} runs ({configurations} configurations{once})")
         return notes
 
+    @property
+    def left_out(self) -> list[str]:
+        """What to say under the table of each value left out of the statistics: ``1 run's bleu is NaN, left out``."""
+        return [
+            f"{count} run{'s' * (count > 1)}'{'' if count > 1 else 's'} {name} is {shown}, left out"
+            for (name, shown), count in self.non_finite.items()
+        ]
+
 
 def _configuration(run: Run) -> str:
     """The run's configuration: its config key, else (a summary without one) the run itself."""
@@ -146,13 +158,19 @@ def _cost(run: Run, path: tuple[str, ...], column: str) -> float | None:
     return None if value is None else value * COST_UNITS.get(column, 1)
 
 
-def _over_seeds(seeds: list[list[Run]], value: Callable[[Run], float | None]) -> Stat | None:
-    """A quantity's statistics over repetitions, each the mean of its runs' values."""
+def _over_seeds(
+    seeds: list[list[Run]], value: Callable[[Run], float | None], name: str, left_out: Counter
+) -> Stat | None:
+    """A quantity's statistics over repetitions, each the mean of its runs' values. A value that is no finite number
+    (the score of a run that diverged: NaN, inf) would make them NaN, or crash them: it is left out, and counted in
+    ``left_out`` under ``name``."""
     means = []
     for runs in seeds:
         values = [v for run in runs if (v := value(run)) is not None]
-        if values:
-            means.append(statistics.fmean(values))
+        left_out.update((name, "NaN" if math.isnan(v) else str(v)) for v in values if not math.isfinite(v))
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            means.append(statistics.fmean(finite))
     return Stat.of(means)
 
 
@@ -281,16 +299,30 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
         group = Group(label, its_runs, settings, tag)
         repetitions, done = group.repetitions, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
-        group.metrics = {name: _over_seeds(repetitions, lambda run, name=name: run.score(name)) for name in names}
+        left_out = group.non_finite
+        group.metrics = {
+            name: _over_seeds(repetitions, lambda run, name=name: run.score(name), name, left_out) for name in names
+        }
         group.costs = {
             column: stat
             for path, column in COSTS.items()
-            if (stat := _over_seeds(repetitions, lambda run, path=path, column=column: _cost(run, path, column)))
+            if (
+                stat := _over_seeds(
+                    repetitions, lambda run, path=path, column=column: _cost(run, path, column), column, left_out
+                )
+            )
         }
         group.breakdowns = {
             key: stat
             for key in breakdown_keys(done)
-            if (stat := _over_seeds(repetitions, lambda run, key=key: _lookup(run.summary, ("breakdowns", *key))))
+            if (
+                stat := _over_seeds(
+                    repetitions,
+                    lambda run, key=key: _lookup(run.summary, ("breakdowns", *key)),
+                    f"{key[2]} {key[1]}",
+                    left_out,
+                )
+            )
         }
         groups.append(group)
     return groups

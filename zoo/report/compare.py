@@ -27,6 +27,7 @@ from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import CONFIDENCE, MAX_SEEDS, POWER, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
 from zoo.report.terminal import draw
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
+from zoo.training.rundir import refuse_live_run
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
@@ -234,7 +235,7 @@ class Leaderboard:
 
     def footnote(self) -> str:
         """How to read the table: the sort order, the significance method, rows pooling configurations, shared
-        seeds, the runs left out."""
+        seeds, scores that are no number (left out of the statistics), the runs left out."""
         order = "higher" if self.higher_is_better else "lower"
         lines = [f"sorted by {self.sort} ({order} is better); mean ± std over the n finished seeds, each counted once"]
         if self.baseline:
@@ -245,7 +246,7 @@ class Leaderboard:
                     f"{g.label}: pools {len(g.configurations)} configurations; "
                     "its ± is over configurations and seeds, not seeds alone"
                 )
-            lines += [f"{g.label}: {note}" for note in g.shared_seeds]
+            lines += [f"{g.label}: {note}" for note in (*g.shared_seeds, *g.left_out)]
         if self.skipped:
             lines.append(
                 f"left out {len(self.skipped)} run(s) with an old or unreadable summary: "
@@ -343,6 +344,7 @@ class Leaderboard:
                 "runs": [str(r.path) for r in g.runs],
                 "status": dict(g.statuses),
                 "shared_seeds": g.shared_seeds,
+                "left_out": g.left_out,
                 "metrics": stats(g.metrics),
                 "costs": stats(g.costs),
                 "breakdowns": breakdowns(g.breakdowns),
@@ -513,11 +515,14 @@ def write_report(
 
 #: The endings of a file the report may replace: an earlier report, never a file of another kind.
 REPORT_SUFFIXES = (".html", ".htm")
+#: What marks a page zoo wrote, in its head (``assets/report.html``): only such a page is replaced.
+GENERATOR_MARK = b'<meta name="generator" content="zoo'
 
 
 def check_report_file(out: Path) -> None:
     """Refuse a report file that could not be written, or whose writing would replace something else, before
-    any run is read: a folder, a file in a folder that does not exist, an existing file that is not a page."""
+    any run is read: a folder, a file in a folder that does not exist, an existing file that is not a page zoo
+    wrote, a file in a run still being written."""
     if out.is_dir():
         raise CompareError(f"--html {out}: that is a folder; name a file in it, e.g. --html {out / 'report.html'}")
     if not out.parent.is_dir():
@@ -530,6 +535,21 @@ def check_report_file(out: Path) -> None:
             f"--html {out}: that file exists and is not an HTML page, so the report will not replace "
             "it; name a new file, e.g. report.html"
         )
+    if out.exists() and not written_by_zoo(out):
+        raise CompareError(
+            f"--html {out}: that page exists and zoo did not write it, so the report will not replace it; "
+            "name a new file, e.g. report.html"
+        )
+    refuse_live_run(out, "write the report outside it")
+
+
+def written_by_zoo(page: Path) -> bool:
+    """Whether ``page`` is a report zoo wrote (:data:`GENERATOR_MARK` in its first kilobytes)."""
+    try:
+        with page.open("rb") as opened:
+            return GENERATOR_MARK in opened.read(4096)
+    except OSError:
+        return False
 
 
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:

@@ -10,6 +10,7 @@ is. Scaling studies ask exactly this (Kaplan et al., 2020; Tay et al., 2022).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -55,10 +56,11 @@ def budget(run: Run) -> Budget | None:
 
 
 def points(runs: list[Run], metric: str) -> list[Point]:
-    """Each (family, budget) of the finished budgeted runs that have ``metric``, by family then budget."""
+    """Each (family, budget) of the finished budgeted runs with a finite ``metric`` score, by family then budget."""
     cells: dict[tuple[str, Budget], list[Run]] = {}
     for run in sorted(runs, key=run_order):
-        if run.status == "finished" and budget(run) is not None and run.score(metric) is not None:
+        score = run.score(metric)
+        if run.status == "finished" and budget(run) is not None and score is not None and math.isfinite(score):
             cells.setdefault((family(run), budget(run)), []).append(run)
     found = []
     for (name, spend), members in sorted(cells.items()):

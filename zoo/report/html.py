@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from zoo import __version__
 from zoo.report.bands import band_traces, error_bars, metric_bounds
 from zoo.report.columns import Cell
 from zoo.report.compare import SIGNIFICANCE, Leaderboard
@@ -300,6 +301,7 @@ def render(
     inlined = plotly_url is None
     plotly = f"<script>{get_plotlyjs()}</script>" if inlined else f'<script src="{html.escape(plotly_url)}"></script>'
     return Template(asset("report.html")).substitute(
+        version=__version__,  # the generator mark: a later report replaces only a page zoo wrote
         title=html.escape(title),
         style="\n".join(asset(name).rstrip("\n") for name in STYLES),
         plotly=plotly,

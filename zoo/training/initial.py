@@ -3,10 +3,14 @@ cross-entropy-trained model).
 
 It names a run directory (the weights its test scored: ``average.ckpt`` where it averaged, else ``best.ckpt``) or
 a checkpoint file. The checkpoint must hold the same model: the same task, data and network settings
-(:func:`zoo.inference.checkpoints.config_mismatch`), checked with the config, before any data loads, and the same
-vocabulary sizes, checked once the run's codecs are known, before the run directory is locked. Only the weights are
-taken: the optimiser, the schedule and the step count start afresh. A resumed run continues from its own
-``last.ckpt`` and never reads ``init_from`` again, so it is checked only where a job starts a run.
+(:func:`zoo.inference.checkpoints.config_mismatch`), checked with the config, before any data loads; then, once
+the run's codecs are known and before the run directory is locked, the same vocabulary sizes and the same
+vocabulary: the tokens at each id of every tokenizer (:meth:`zoo.contracts.Task.tokenizers`) equal to those of the
+files the checkpoint's run saved (``tokenizers/<side>.json`` in the run directory holding it), since weights
+trained on another corpus with a vocabulary of the same size load and then mean other words. A checkpoint file
+outside any run directory has no tokenizers beside it: only its sizes are checked, and a warning says so. Only the
+weights are taken: the optimiser, the schedule and the step count start afresh. A resumed run continues from its
+own ``last.ckpt`` and never reads ``init_from`` again, so it is checked only where a job starts a run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.checks import ConfigError
 from zoo.contracts import Task
+from zoo.data.text import TOKENIZER_DIR, load_tokenizer, tokenizer_path
 from zoo.errors import ZooError
 from zoo.inference.checkpoints import checkpoint_file, config_mismatch, mismatch, read_checkpoint
 
@@ -57,6 +62,55 @@ def read_initial(cfg: Any, task: Task | None = None) -> tuple[Path, dict[str, An
     stored, plain = checkpoint["hyper_parameters"], _plain(cfg)
     _refuse(cfg, ckpt, config_mismatch(stored["cfg"], plain) if task is None else mismatch(stored, plain, task))
     return ckpt, checkpoint
+
+
+def check_initial(cfg: Any, task: Task) -> None:
+    """Refuse ``init_from`` weights that do not fit the run whose codecs ``task`` holds: :func:`read_initial`'s
+    checks, then the vocabulary itself (module docstring)."""
+    ckpt, _ = read_initial(cfg, task)
+    run_dir = checkpoint_run(ckpt)
+    if run_dir is None:
+        log.warning(
+            "init_from=%s: no tokenizers/ beside %s (not in a run directory), so only its vocabulary sizes are "
+            "checked; give the run directory to check its vocabulary too",
+            cfg["init_from"],
+            ckpt,
+        )
+        return
+    try:
+        why = vocabulary_difference(run_dir, task)
+    except ZooError as error:  # a tokenizer file of that run missing or damaged
+        why = f"its run's vocabulary cannot be read ({error})"
+    _refuse(cfg, ckpt, why)
+
+
+def checkpoint_run(ckpt: Path) -> Path | None:
+    """The run directory holding ``ckpt`` (in ``checkpoints/`` or ``checkpoints/snapshots/``): the first folder above
+    it with a ``tokenizers/`` folder; None for a file outside any run."""
+    return next((folder for folder in ckpt.resolve().parents[:3] if (folder / TOKENIZER_DIR).is_dir()), None)
+
+
+def vocabulary_difference(run_dir: Path, task: Task) -> str | None:
+    """Where the vocabulary ``run_dir`` saved differs from ``task``'s codecs, side by side: ``3,102 of 8,000 target
+    tokens differ (id 57 is 'dog' there, 'cat' here)``; None when every id means the same token."""
+    differences = []
+    for side, tokenizer in task.tokenizers().items():
+        theirs = load_tokenizer(task.tokenizer_cfg, tokenizer_path(run_dir, side)).tokens()
+        ours = tokenizer.tokens()
+        changed = [i for i in range(max(len(theirs), len(ours))) if _token(theirs, i) != _token(ours, i)]
+        if changed:
+            first = changed[0]
+            differences.append(
+                f"{len(changed):,} of {len(ours):,} {side} tokens differ "
+                f"(id {first} is {_token(theirs, first)!r} there, {_token(ours, first)!r} here)"
+            )
+    if not differences:
+        return None
+    return "; ".join(differences) + ": its ids mean other words (weights trained on another corpus)"
+
+
+def _token(tokens: list[str], i: int) -> str | None:
+    return tokens[i] if i < len(tokens) else None
 
 
 def start_from(module: Any, cfg: Any, task: Task) -> Path:

@@ -1,6 +1,7 @@
 """SIGINT and SIGTERM in every phase of a training job, answered the same way.
 
-A job goes through phases: ``setup`` (reading data, training tokenizers), ``sanity check`` (Lightning's
+A job goes through phases: ``setup`` (reading data, training tokenizers), ``start validation`` (a run from
+``init_from``: the weights it starts from, validated before training), ``sanity check`` (Lightning's
 first validation batches), ``training`` and the ``validation`` rounds between its steps, ``averaging`` (with
 ``trainer.average_last``/``average_best``: the kept snapshots averaged and validated), ``test`` and
 ``outputs`` (latency, per-item scores, the printed result). Wherever a signal arrives, the job ends

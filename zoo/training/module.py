@@ -19,7 +19,7 @@ from zoo.model import Seq2Seq
 from zoo.training.evaluation import MetricSuite
 from zoo.training.layout import TRAIN_BASELINE, TRAIN_LOSS, TRAIN_REWARD
 from zoo.training.schedule import warmup_then_decay
-from zoo.training.scst import Scst
+from zoo.training.scst import Scst, step_section
 
 
 class DivergenceError(ZooError):
@@ -55,11 +55,12 @@ DIVERGENCE_FACTOR = 10
 
 def likely_causes(cfg: dict, lr_now: float | None) -> str:
     """What usually makes a run diverge, each with the config option to change, from the run's ``cfg``."""
-    optim, trainer = cfg["optim"], cfg["trainer"]
+    section, trainer = step_section(cfg), cfg["trainer"]
+    step = cfg[section]
     now = f", {lr_now:.3g} at this step" if lr_now is not None else ""
     causes = [
-        f"learning rate too high (optim.lr={optim['lr']:g}{now}: lower it or lengthen the warmup, "
-        f"optim.warmup_steps={optim['warmup_steps']})"
+        f"learning rate too high ({section}.lr={step['lr']:g}{now}: lower it or lengthen the warmup, "
+        f"{section}.warmup_steps={step['warmup_steps']})"
     ]
     precision = str(trainer.get("precision", ""))
     if precision.startswith("16"):  # 16, 16-mixed, 16-true; bf16 has fp32's range
@@ -213,15 +214,15 @@ class ZooModule(L.LightningModule):
         return optimizers[0].param_groups[0]["lr"] if optimizers else None
 
     def configure_optimizers(self):
-        opt = self.cfg["optim"]
+        opt, step = self.cfg["optim"], self.cfg[step_section(self.cfg)]
         optimizer = torch.optim.AdamW(
             [p for p in self.parameters() if p.requires_grad],
-            lr=opt["lr"],
+            lr=step["lr"],
             betas=tuple(opt["betas"]),
             weight_decay=opt["weight_decay"],
         )
         total = self.trainer.estimated_stepping_batches if self.trainer is not None else 1
-        factor = warmup_then_decay(opt["schedule"], opt["warmup_steps"], int(min(total, 10**9)))
+        factor = warmup_then_decay(step["schedule"], step["warmup_steps"], int(min(total, 10**9)))
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 

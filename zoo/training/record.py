@@ -138,7 +138,12 @@ class RunRecord(Callback):
     def on_validation_end(self, trainer, module) -> None:
         if trainer.sanity_checking or trainer.state.fn is not TrainerFn.FITTING:  # the average's is recorded apart
             return
-        self.latest_val = validation_scores(trainer.callback_metrics)
+        self.validated(trainer, trainer.callback_metrics)
+
+    def validated(self, trainer, logged: Mapping[str, Any]) -> None:
+        """A validation of the weights at the trainer's step: each one training makes, and the start's before training
+        (``init_from``: :func:`zoo.training.run.validate_start`)."""
+        self.latest_val = validation_scores(logged)
         seconds = round(time.time() - self.started, 1)
         self.validations.append(
             {"epoch": trainer.current_epoch, "step": trainer.global_step, "seconds": seconds, **self.latest_val}

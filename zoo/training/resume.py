@@ -28,6 +28,7 @@ from zoo.config.sections import ScstConfig
 from zoo.errors import ZooError
 from zoo.training.identity import RECORDING_SETTINGS, flat
 from zoo.training.layout import CONFIG_FILE, LAST_CHECKPOINT, LOCK_FILE, OVERRIDES_FILE, SUMMARY_FILE
+from zoo.training.scst import STEP_SETTINGS
 
 #: The modes under which a job may continue the run it finds in its directory.
 CONTINUING = (ResumeMode.auto, ResumeMode.must)
@@ -146,6 +147,8 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
     if not (run_dir / CONFIG_FILE).is_file():
         raise ResumeRefused(f"run {run_dir} has no {CONFIG_FILE} to resume with; it cannot be resumed")
     saved, new = _saved_and_new(run_dir, cfg)
+    if saved.get("scst.enabled") and "scst.lr" not in saved:  # an SCST run made before scst.lr trained at optim's
+        saved.update({f"scst.{key}": saved.get(f"optim.{key}") for key in STEP_SETTINGS})
     saved = {**ADDED_SETTINGS, **saved}
     may_change = [key for key in RESUME_MAY_CHANGE if key not in ("resume", "resume_mode")]
     for key in sorted(set(saved) | set(new), key=lambda k: (k.split(".")[0], k)):

@@ -40,7 +40,7 @@ from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughpu
 from zoo.training.compute import ComputeMeter, steps_for_budget
 from zoo.training.evaluation import MetricSuite
 from zoo.training.identity import run_identity
-from zoo.training.initial import read_initial, start_from
+from zoo.training.initial import check_initial, read_initial, start_from
 from zoo.training.interruptions import Interruptions
 from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
 from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
@@ -49,6 +49,7 @@ from zoo.training.provenance import write_run_files
 from zoo.training.record import RunRecord, validation_scores
 from zoo.training.resume import Resume, Verdict, plan_resume, resume_mode
 from zoo.training.rundir import Claim, claim_run_dir
+from zoo.training.scst import step_section
 from zoo.training.snapshots import WeightSnapshots, averaging
 from zoo.training.summary import print_result, test_summary, training_summary, write_outputs
 from zoo.training.tracking import one_wandb_run_per_job, send_results, wandb_run_id
@@ -112,8 +113,8 @@ def read_data(cfg: DictConfig, claim: Claim, resume: Resume) -> ZooDataModule:
     threads are set for the whole job."""
     data = ZooDataModule(cfg, claim.run_dir)
     data.read()
-    if cfg.init_from and not resume.resuming:
-        read_initial(cfg, data.task)
+    if cfg.init_from and not resume.resuming and claim.writes:  # DDP ranks > 0 load rank 0's codecs at setup
+        check_initial(cfg, data.task)
     claim.acquire()
     quiet_lightning()
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -224,12 +225,12 @@ def budget_options(trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModu
     The warmup is at most a tenth of those steps, so a small budget is not spent warming up; the record says what
     was laid out."""
     steps = steps_for_budget(trainer_cfg, module, data.train_dataloader())
-    optim = module.cfg["optim"]
-    optim["warmup_steps"] = min(optim["warmup_steps"], steps // 10)
+    step = module.cfg[step_section(module.cfg)]
+    step["warmup_steps"] = min(step["warmup_steps"], steps // 10)
     kind = "flops" if trainer_cfg.budget_flops is not None else "minutes"
     amount = trainer_cfg[f"budget_{kind}"]
-    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": optim["warmup_steps"]}
-    log.info("budget %.3g %s: %d optimiser steps, warmup %d", amount, kind, steps, optim["warmup_steps"])
+    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": step["warmup_steps"]}
+    log.info("budget %.3g %s: %d optimiser steps, warmup %d", amount, kind, steps, step["warmup_steps"])
     return {
         "max_steps": steps,
         "max_epochs": -1,
@@ -245,6 +246,8 @@ def fit(job: Job, resume: Resume) -> None:
     """Train (on from ``last.ckpt`` when resuming) and record what training measured. A signal stops training once
     ``last.ckpt`` is written; one that came as training ended leaves only the test to do."""
     ckpt_path = str(job.run_dir / LAST_CHECKPOINT) if resume.resuming else None
+    if job.cfg.init_from and not resume.resuming:
+        validate_start(job)
     try:
         # weights_only=False: the run's own checkpoints, which hold its config and random states as well
         job.trainer.fit(job.module, datamodule=job.data, ckpt_path=ckpt_path, weights_only=False)
@@ -253,6 +256,25 @@ def fit(job: Job, resume: Resume) -> None:
     job.record.training_ended(training_summary(job.module, job.trainer, job.best, job.throughput))
     if job.interruptions.signal is not None:
         raise job.interruptions.stopped(saved=True, trained=True)
+
+
+def validate_start(job: Job) -> None:
+    """Validate the weights ``init_from`` gave before the first step: recorded as the run's first validation (step 0)
+    and written as ``best.ckpt`` with its score, so the best checkpoint is replaced only by better weights and early
+    stopping counts from the start (an SCST stage at too large a step leaves its start as the best, and tested)."""
+    job.interruptions.enter("start validation")  # a signal stops it at once: nothing is written before it ends
+    (scores,) = job.trainer.validate(job.module, datamodule=job.data, verbose=False)
+    if job.best.monitor not in scores:  # no validation batches (trainer.limit_val_batches=0)
+        return
+    job.record.validated(job.trainer, scores)
+    score = torch.tensor(float(scores[job.best.monitor]))
+    path = job.best.format_checkpoint_name({})  # the name ModelCheckpoint gives best.ckpt, which it then replaces
+    job.trainer.save_checkpoint(path)
+    job.best.best_k_models = {path: score}
+    job.best.best_model_path = job.best.kth_best_model_path = path
+    job.best.best_model_score = job.best.kth_value = score
+    for stopping in job.trainer.early_stopping_callbacks:
+        stopping.best_score = score
 
 
 def test(job: Job) -> None:

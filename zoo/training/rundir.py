@@ -122,7 +122,7 @@ def run_status(run_dir: Path) -> str | None:
 # ------------------------------------------------------------------------------------------------ lock
 
 
-def locked_message(folder: Path, what: str) -> str:
+def locked_message(folder: Path, what: str, advice: str = "choose a new folder") -> str:
     """Why ``folder`` is refused while a live process holds its lock: who holds it, from the lock file.
 
     A lock file left by a process that ended (killed, or its node lost) locks nothing (:func:`lock_held`).
@@ -132,13 +132,23 @@ def locked_message(folder: Path, what: str) -> str:
         holder = json.loads(lock.read_text())
         pid, host, started = int(holder["pid"]), str(holder["host"]), str(holder.get("started", "?"))
     except (OSError, ValueError, KeyError, TypeError):
-        return f"{what} {folder} is being claimed by another zoo process ({lock}); choose a new folder"
+        return f"{what} {folder} is being claimed by another zoo process ({lock}); {advice}"
     if host == socket.gethostname():
-        return (
-            f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); "
-            "choose a new folder"
-        )
-    return f"{what} {folder} is being written by process {pid} on host {host} (started {started}); choose a new folder"
+        return f"{what} {folder} is being written by another zoo process (pid {pid}, started {started}); {advice}"
+    return f"{what} {folder} is being written by process {pid} on host {host} (started {started}); {advice}"
+
+
+def refuse_live_run(path: Path, advice: str) -> None:
+    """Refuse a command's write at ``path`` (a run directory, or a file to write in one) while a live process holds
+    the lock of the run holding it (the nearest folder with a lock, a record or checkpoints: a run in training, or a
+    sweep): what it writes there would race the run's own writes, or be deleted by them. ``advice``: what to do."""
+    path = Path(path).absolute()
+    for folder in (path, *path.parents):
+        if any(os.path.exists(folder / name) for name in (LOCK_FILE, *RUN_MARKERS)):
+            if lock_held(folder / LOCK_FILE):
+                sweep = any(os.path.exists(folder / name) for name in SWEEP_MARKERS)
+                raise RunDirectoryInUse(locked_message(folder, "sweep directory" if sweep else "run directory", advice))
+            return
 
 
 def lock_held(path: Path) -> bool:

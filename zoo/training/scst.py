@@ -44,6 +44,16 @@ class Baseline(Choice):
     mean = "mean"  # the mean reward of the item's other samples (Luo, 2020)
 
 
+#: The settings of the learning rate's course, in ``optim`` and, for the SCST stage, in ``scst``.
+STEP_SETTINGS = ("lr", "warmup_steps", "schedule")
+
+
+def step_section(cfg: Any) -> str:
+    """The section whose :data:`STEP_SETTINGS` a run trains with: ``scst`` with scst.enabled (a small constant step:
+    the cross-entropy one destroys the model SCST starts from), else ``optim``."""
+    return "scst" if cfg["scst"]["enabled"] else "optim"
+
+
 # ------------------------------------------------------------------------------------------- the reward
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.states import TrainerFn
 
+from zoo.errors import ZooError
 from zoo.training.layout import SNAPSHOT_FILE, SNAPSHOT_INDEX, SNAPSHOTS_DIR
 from zoo.training.record import write_json_atomic
 
@@ -46,11 +47,36 @@ def choose(entries: list[dict], n: int, by: str, mode: str) -> list[dict]:
     return sorted(ranked[:n], key=lambda entry: entry["step"])
 
 
+class SnapshotIndexError(ZooError):
+    """A run's snapshot index cannot be read: damaged (cut off, edited) or not zoo's."""
+
+
 def read_index(run_dir: Path) -> dict | None:
     """A run's :data:`~zoo.training.layout.SNAPSHOT_INDEX` (``by``, ``keep``, ``monitor``, ``mode`` and the
-    ``snapshots``: ``step``, ``epoch``, ``score``, ``file``), or None when it kept none."""
+    ``snapshots``: ``step``, ``epoch``, ``score``, ``file``), or None when it kept none; one line naming the file when
+    it is damaged."""
     path = run_dir / SNAPSHOT_INDEX
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        index = json.loads(path.read_text())
+    except ValueError:  # cut off, or edited
+        raise _damaged(path, "it is not valid JSON") from None
+    if not (
+        isinstance(index, dict)
+        and all(key in index for key in ("by", "keep", "mode", "snapshots"))
+        and isinstance(index["snapshots"], list)
+        and all(isinstance(entry, dict) and {"step", "score", "file"} <= entry.keys() for entry in index["snapshots"])
+    ):
+        raise _damaged(path, "it lacks the fields zoo writes")
+    return index
+
+
+def _damaged(path: Path, why: str) -> SnapshotIndexError:
+    return SnapshotIndexError(
+        f"{path} is damaged ({why}), so which snapshots the run kept is not known; average snapshot files "
+        f"of {path.parent} instead: zoo average FILE FILE... --out FILE"
+    )
 
 
 class WeightSnapshots(Callback):
