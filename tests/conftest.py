@@ -231,6 +231,35 @@ def finished_run(trained_run) -> Path:
     return trained_run
 
 
+#: A search on tiny settings (the family and its budget aside): what resuming it repeats.
+SEARCH_TINY = [
+    "hydra/sweeper=optuna",
+    *TINY,
+    "dataset.train_size=64",
+    "dataset.val_size=8",
+    "dataset.test_size=8",
+]
+
+
+@pytest.fixture(scope="session")
+def finished_search(tmp_path_factory) -> Path:
+    """A finished search of ``model=gru`` (one trial, no re-runs) in its sweep directory, which tests copy: the
+    same command with ``hydra.sweep.dir=COPY resume_mode=auto`` resumes it."""
+    work = tmp_path_factory.mktemp("search")
+    sweep = work / "sweep"
+    fork_zoo(
+        "train",
+        "-m",
+        "model=gru",
+        *SEARCH_TINY,
+        "hydra.sweeper.trials=1",
+        "hydra.sweeper.reseed=[]",
+        f"hydra.sweep.dir={sweep}",
+        cwd=work,
+    )
+    return sweep
+
+
 @pytest.fixture(scope="session")
 def plugin_run(tmp_path_factory) -> Path:
     """A run made with a folder plugin that is gone since (:func:`train_plugin_run`)."""

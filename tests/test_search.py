@@ -69,7 +69,7 @@ def test_a_stopped_search_resumes_to_its_budget(resumed):
     returncode, stderr = resumed["stopped"]
     assert returncode == 130 and "resume_mode=auto" in stderr, stderr[-2000:]
     before = resumed["before"]
-    assert before["states"] == {"encoder=gru": ["COMPLETE", "RUNNING"]}, "stopped during the second trial"
+    assert before["states"] == {"encoder=gru": ["COMPLETE", "RUNNING"], "encoder=lstm": []}, "stopped in trial 2"
     sweep = resumed["sweep"]
     assert (sweep / "0" / "summary.json").stat().st_mtime_ns == before["mtime"], "a finished trial ran again"
     assert trial_states(sweep) == {family: ["COMPLETE"] * 3 for family in FAMILIES}

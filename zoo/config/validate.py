@@ -14,17 +14,19 @@ that defines ``check_composed(self, cfg)`` is handed the whole composed config, 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.util
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError, at_least, between
 from zoo.config.schema import ResumeMode, ZooConfig, check_keys
 from zoo.data.datamodule import build_task
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
 from zoo.registry import GROUP_KINDS, get
 from zoo.training.evaluation import MetricSuite
 from zoo.training.initial import read_initial
@@ -67,6 +69,33 @@ def validate(cfg: DictConfig) -> None:
         read_initial(cfg)  # a missing, damaged or other model's checkpoint is refused before any data loads
     probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
     check_tracker_packages(cfg.logger)
+
+
+def check_setting(cfg: DictConfig, key: str, value: Any) -> None:
+    """The type and field checks of ``key``'s section with ``key`` at ``value``, the rest as composed: a search's
+    range at its ends, before the first trial. A top-level setting and a group's choice are left to the trials, as
+    is a section whose composed values fail already (every trial fails then, and the search records it)."""
+    section, _, field = key.partition(".")
+    kind = next((kind for kind in GROUP_KINDS if section in kind.groups), None)
+    if not field or (section not in PLAIN_SECTIONS and (kind is None or cfg.get(section) is None)):
+        return
+
+    def build(values: dict[str, Any]) -> None:
+        if section in PLAIN_SECTIONS:
+            _build(section, PLAIN_SECTIONS[section], values)
+        else:
+            _build(section, get(kind.name, values.pop("name")).cls.Config, values)
+
+    try:
+        build(_values(cfg[section]))
+    except ConfigError:
+        return
+    changed = copy.deepcopy(cfg[section])  # typed as the schema types it, so a value of another type is refused
+    try:
+        OmegaConf.update(changed, field, value)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"{key}={value!r}: {first_line(error)}") from None
+    build(_values(changed))
 
 
 def check_tracker_packages(logger_cfg: Any) -> None:

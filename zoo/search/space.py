@@ -7,14 +7,15 @@ A range is written in Hydra's override grammar, as hydra-optuna-sweeper reads it
 
 A search's command line is a grid of studies: each combination of its comma lists (``model=gru,lstm``)
 is one study with its own budget, named by the combination (``model=gru``); the other overrides are
-every job's. A key the command line sets is fixed, not tuned.
+every job's. A key the command line sets is fixed, not tuned. Each range's ends (each of its choices) pass the
+field checks of the setting it tunes before the first trial (:func:`check_range`).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -110,6 +111,7 @@ def read_space(cfg: DictConfig, study: str, fixed: set[str] = frozenset()) -> di
             )
         if key not in fixed:
             distributions[key] = distribution(key, text)
+            check_range(cfg, study, key, text, distributions[key])
     if not distributions:
         raise SearchError(f"study '{study}': the command line fixes every key of search.space; nothing is left to tune")
     return distributions
@@ -149,6 +151,39 @@ def distribution(key: str, text: str) -> Any:
     raise wrong
 
 
+def check_range(cfg: DictConfig, study: str, key: str, text: str, values: Any) -> None:
+    """The values a range reaches at its ends (each of its choices) through the field checks of the setting it tunes
+    (:func:`zoo.config.validate.check_setting`): a range the config refuses is one line before the first trial, not
+    a trial that fails whenever one is drawn there."""
+    from optuna.distributions import CategoricalDistribution
+
+    from zoo.config.checks import ConfigError
+    from zoo.config.validate import check_setting
+
+    for value in values.choices if isinstance(values, CategoricalDistribution) else (values.low, values.high):
+        try:
+            check_setting(cfg, key, value)
+        except ConfigError as error:
+            raise SearchError(
+                f"search.space.{key}={text} of study '{study}' reaches a value the setting refuses ({error}): "
+                "give a range within what it takes"
+            ) from None
+
+
+def range_text(values: Any) -> str:
+    """An Optuna distribution in the range grammar, one spelling for each: a study's space as its storage keeps it
+    and the messages show it (``distribution(key, range_text(d)) == d``)."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(values, CategoricalDistribution):
+        return f"choice({', '.join(override_value(v) for v in values.choices)})"
+    if isinstance(values, IntDistribution) and values.step != 1:
+        return f"range({values.low}, {values.high + values.step}, {values.step})"
+    text = f"interval({values.low!r}, {values.high!r})"
+    text = f"int({text})" if isinstance(values, IntDistribution) else text
+    return f"tag(log, {text})" if values.log else text
+
+
 def as_overrides(params: Mapping[str, Any]) -> list[str]:
     """A trial's values as overrides (``optim.lr=0.0012``), in the space's order."""
     return [f"{key}={override_value(value)}" for key, value in params.items()]
@@ -173,12 +208,3 @@ def presets() -> list[str]:
     from importlib.resources import files
 
     return sorted(p.name[:-5] for p in files("zoo.conf").joinpath("search").iterdir() if p.name.endswith(".yaml"))
-
-
-def check_spaces(arguments: list[str], compose: Callable[[list[str]], DictConfig]) -> None:
-    """Compose every study of a search's command line and read its space: a study without one, a range that is
-    not one or a key the config lacks is one line before anything starts (``compose``: the entry's composer)."""
-    task = [a for a in arguments if not a.startswith("-") and not a.lstrip("+~").startswith("hydra")]
-    base, combinations = grid(task)
-    for combination in combinations:
-        read_space(compose([*base, *combination]), study_name(combination), fixed_keys(base))

@@ -18,29 +18,59 @@ runs again with its values in its own directory (continued from its ``last.ckpt`
 stopped before its first checkpoint), and the budget counts what is done. Each job records its place in the
 search as overrides outside the ``config_key`` (``+search.study``, ``+search.trial``, ``+search.role``,
 ``+search.direction``), which :mod:`zoo.search.report` reads back.
+
+A resumed search is the same search: each study is made with what defines it (:data:`DEFINITION`, a study
+attribute: its family, the monitored metric and direction, the overrides that change what a trial computes, the
+space, the budget's kind and the sampler), and a command whose studies or definitions differ from those its
+storage holds is refused in one line naming the setting, before Hydra starts (:func:`check_search`): trials of
+chrF beside trials of BLEU, or an LSTM in a GRU's study, would make its best trial and curves meaningless.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ZooError, one_line_reason, report
+from zoo.config.overrides import parse_overrides
+from zoo.errors import ZooError, first_line, one_line_reason, report
 from zoo.search import STUDY_FILE
-from zoo.search.space import SearchError, as_overrides, fixed_keys, grid, override_keys, quoted, read_space, study_name
+from zoo.search.space import (
+    SINGLE_STUDY,
+    SearchError,
+    as_overrides,
+    fixed_keys,
+    grid,
+    override_keys,
+    quoted,
+    range_text,
+    read_space,
+    study_name,
+)
+from zoo.training.identity import RECORDING_SETTINGS
 
 log = logging.getLogger("zoo.search")
 
 #: The budget when none of ``trials``, ``minutes`` and ``flops`` is given.
 DEFAULT_TRIALS = 20
 SAMPLERS = ("tpe", "random")
+#: The kinds of budget (``hydra.sweeper.*``); a study's is those set.
+BUDGETS = ("trials", "minutes", "flops")
+#: The study attribute that holds what defines the study (:meth:`Search.definition`).
+DEFINITION = "definition"
+#: Settings outside a study's definition: those that do not change what a trial computes, and the monitor, which
+#: the definition holds on its own.
+NOT_DEFINING = (*RECORDING_SETTINGS, "monitor")
+#: How every refusal to go on with another search ends.
+NEW_DIR = "or choose a new hydra.sweep.dir"
 
 
 @dataclass
@@ -113,18 +143,19 @@ class Search:
         try:
             self.check()
             base, combinations = grid(arguments)
-            studies = [self.study(base, combination) for combination in combinations]
+            studies = [read_study(base, combination, self.compose) for combination in combinations]
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            self.storage = self.open_storage(sweep_dir)
+            stored = self.open_studies(studies, sweep_dir)
         except ZooError as error:
             report(error)
             raise SystemExit(1) from None
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as Hydra's sweepers do: the sweep's own config
-        self.storage = optuna.storages.RDBStorage(self.storage_url or f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}")
         self.next_job = 1 + max(used_jobs(self.storage), default=-1)
         continue_with = f"the same command with hydra.sweep.dir={sweep_dir} resume_mode=auto"
         try:
             for study in studies:
-                self.run(study)
+                self.run(study, stored[study.name])
         except KeyboardInterrupt:
             print(f"zoo: the search stopped; continue it with {continue_with}", file=sys.stderr)
             raise SystemExit(130) from None
@@ -137,37 +168,82 @@ class Search:
 
         print("\n" + format_search(search_families(find_runs([sweep_dir]))))
 
-    def study(self, base: list[str], combination: list[str]) -> Study:
-        """Compose one combination and read its space and monitored metric (a :class:`SearchError` if it has none)."""
-        from zoo.training.evaluation import MetricSuite
-
-        name, overrides = study_name(combination), [*base, *combination]
-        cfg = self.compose(overrides)
-        metrics = MetricSuite(cfg)
-        return Study(
-            name,
-            overrides,
-            read_space(cfg, name, fixed_keys(overrides)),
-            metrics.monitor,
-            "maximize" if metrics.mode == "max" else "minimize",
-        )
-
     def compose(self, overrides: list[str]) -> DictConfig:
         return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
 
-    def run(self, study: Study) -> None:
-        """Ask, launch and tell until the study's budget is spent, then re-run its best trial with each seed."""
+    def open_storage(self, sweep_dir: Path) -> Any:
+        """The Optuna storage: ``storage``, else :data:`STUDY_FILE` in ``sweep_dir``; a URL that cannot be opened is
+        a :class:`SearchError` naming it and the forms that work, not SQLAlchemy's traceback."""
         import optuna
+        from sqlalchemy.exc import SQLAlchemyError
+
+        url = self.storage_url or f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}"
+        try:
+            return optuna.storages.RDBStorage(url)
+        except (SQLAlchemyError, ImportError) as error:  # ImportError: Optuna's word for a database without a driver
+            raise SearchError(
+                f"hydra.sweeper.storage={url} cannot be opened ({first_line(error)}): give an SQLAlchemy database "
+                f"URL (sqlite:///PATH/{STUDY_FILE}, or postgresql://USER@HOST/DB or mysql://USER@HOST/DB with its "
+                f"driver installed), or null for {STUDY_FILE} in the sweep directory"
+            ) from None
+
+    def where(self, sweep_dir: Path) -> str:
+        """The setting that names where the studies are stored, for the messages."""
+        return f"hydra.sweeper.storage={self.storage_url}" if self.storage_url else f"hydra.sweep.dir={sweep_dir}"
+
+    def open_studies(self, studies: list[Study], sweep_dir: Path) -> dict[str, Any]:
+        """Every study of the search, by name: all made at once, each with its :meth:`definition`, when the storage
+        holds no search (so a stopped search is known whole); else the ones it holds, once they are this search."""
+        import optuna
+
+        stored = stored_definitions(self.storage)
+        self.refuse_another(stored, studies, self.where(sweep_dir))
+        opened = {}
+        for study in studies:
+            opened[study.name] = optuna.create_study(
+                storage=self.storage, study_name=study.name, direction=study.direction, load_if_exists=True
+            )
+            if not stored:
+                opened[study.name].set_user_attr(DEFINITION, self.definition(study))
+        return opened
+
+    def definition(self, study: Study) -> dict[str, Any]:
+        """What makes ``study`` the one it is, as its storage keeps it (JSON; the space in its canonical spelling)."""
+        return {
+            "family": study.name,
+            "monitor": study.monitor,
+            "direction": study.direction,
+            "overrides": [o for o, key in zip(study.overrides, override_keys(study.overrides)) if defining(key)],
+            "space": {key: range_text(study.space[key]) for key in sorted(study.space)},
+            "budget": [name for name in BUDGETS if getattr(self, name) is not None],
+            "sampler": self.sampler_name,
+        }
+
+    def refuse_another(self, stored: dict[str, dict | None], studies: list[Study], where: str) -> None:
+        """Refuse to go on with a storage that holds another search (``stored``: its studies' definitions by name;
+        none: a new search), in one line naming the first setting that differs and how to resume instead."""
+        if not stored:
+            return
+        names = [study.name for study in studies]
+        if set(stored) != set(names):
+            raise SearchError(
+                f"{where} holds a search of {families(sorted(stored))}; this command searches {families(names)}: "
+                f"resume with the comma lists that made it, {NEW_DIR}"
+            )
+        for study in studies:
+            subject = f"{where} holds a search" + (f" (study {study.name})" if len(studies) > 1 else "")
+            if stored[study.name] is None:
+                raise SearchError(
+                    f"{subject} made before zoo recorded what defines one, so it cannot be resumed; {NEW_DIR}"
+                )
+            differs = difference(stored[study.name], self.definition(study))
+            if differs:
+                raise SearchError(f"{subject} {differs}, {NEW_DIR}")
+
+    def run(self, study: Study, stored: Any) -> None:
+        """Ask, launch and tell until the study's budget is spent, then re-run its best trial with each seed."""
         from optuna.trial import TrialState
 
-        stored = optuna.create_study(
-            storage=self.storage, study_name=study.name, direction=study.direction, load_if_exists=True
-        )
-        if stored.direction.name.lower() != study.direction:
-            raise SearchError(
-                f"study {study.name} in {STUDY_FILE} was made to {stored.direction.name.lower()} its "
-                f"metric, not {study.direction} {study.monitor}; choose a new hydra.sweep.dir"
-            )
         stored.sampler = self.make_sampler(len(stored.trials))  # a resumed study draws new values, not its first ones
         # Trials left running by a search that stopped (the sweep directory's lock says that none runs now).
         pending = [(t.number, t.params) for t in stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
@@ -302,6 +378,112 @@ class Search:
         if self.sampler_name == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         return optuna.samplers.TPESampler(seed=seed)
+
+
+def read_study(base: list[str], combination: list[str], compose: Callable[[list[str]], DictConfig]) -> Study:
+    """Compose one combination and read its space and monitored metric (a :class:`SearchError` if it has none)."""
+    from zoo.training.evaluation import MetricSuite
+
+    name, overrides = study_name(combination), [*base, *combination]
+    cfg = compose(overrides)
+    metrics = MetricSuite(cfg)
+    return Study(
+        name,
+        overrides,
+        read_space(cfg, name, fixed_keys(overrides)),
+        metrics.monitor,
+        "maximize" if metrics.mode == "max" else "minimize",
+    )
+
+
+def check_search(arguments: list[str], compose: Callable[..., DictConfig]) -> None:
+    """A search's command line checked before Hydra starts (so a refusal leaves nothing behind): the sweeper's
+    settings, every study's space, the storage URL and, where the storage holds a search, that it is this one.
+
+    ``compose(overrides, hydra=...)``: the entry's composer, with Hydra's own settings when ``hydra``.
+    """
+    overrides = [a for a in arguments if not a.startswith("-")]
+    own = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
+    settings = compose(own, hydra=True).hydra
+    search = Search(**{k: v for k, v in OmegaConf.to_container(settings.sweeper).items() if k != "_target_"})
+    search.check()
+    base, combinations = grid([o for o in overrides if o not in own])
+    studies = [read_study(base, combination, compose) for combination in combinations]
+    sweep_dir = Path(str(settings.sweep.dir))
+    if search.storage_url or (sweep_dir / STUDY_FILE).is_file():
+        stored = stored_definitions(search.open_storage(sweep_dir))
+        search.refuse_another(stored, studies, search.where(sweep_dir))
+
+
+def stored_definitions(storage: Any) -> dict[str, dict | None]:
+    """Each study the storage holds, by name: its :data:`DEFINITION` (None: made before zoo stored one)."""
+    import optuna
+
+    return {
+        summary.study_name: summary.user_attrs.get(DEFINITION)
+        for summary in optuna.study.get_all_study_summaries(storage, include_best_trial=False)
+    }
+
+
+def defining(key: str) -> bool:
+    """Whether a setting is part of a study's definition's overrides (not in :data:`NOT_DEFINING`)."""
+    return not any(key == setting or key.startswith(setting + ".") for setting in NOT_DEFINING)
+
+
+def families(names: list[str]) -> str:
+    """A search's studies, for the messages."""
+    return "one family (no comma list)" if names == [SINGLE_STUDY] else ", ".join(names)
+
+
+def difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """How a stored study's definition (``old``) and this command's differ, first difference only, and how to
+    resume instead; None: the same study."""
+    if (old["monitor"], old["direction"]) != (new["monitor"], new["direction"]):
+        return (
+            f"of {old['monitor']} ({old['direction']}); this command searches {new['monitor']} ({new['direction']}): "
+            f"resume with monitor={old['monitor']}"
+        )
+    was, now = by_key(old["overrides"]), by_key(new["overrides"])
+    for key in [*was, *(key for key in now if key not in was)]:
+        if key not in now:
+            return f"made with {was[key][0]}; this command leaves it out: resume with {was[key][0]}"
+        if key not in was:
+            return f"made without {key}; this command has {now[key][0]}: resume without it"
+        if was[key][1] != now[key][1]:
+            return f"made with {was[key][0]}; this command has {now[key][0]}: resume with {was[key][0]}"
+    for key in sorted(set(old["space"]) | set(new["space"])):
+        tuned, tunes = old["space"].get(key), new["space"].get(key)
+        if tuned == tunes:
+            continue
+        if tuned and tunes:
+            return (
+                f"tuning {key} over {tuned}; this command tunes it over {tunes}: "
+                f"resume with 'search.space.{key}=\"{tuned}\"'"
+            )
+        return (
+            f"tuning {key} over {tuned}; this command does not tune it"
+            if tuned
+            else f"not tuning {key}; this command tunes it over {tunes}"
+        ) + ": resume with the search= preset and search.space that made it"
+    if old["budget"] != new["budget"]:
+        return (
+            f"whose budget is in {' and '.join(old['budget'])}; this command's is in {' and '.join(new['budget'])}: "
+            f"resume with a budget in {' and '.join(old['budget'])} only (hydra.sweeper.{', '.join(BUDGETS)})"
+        )
+    if old["sampler"] != new["sampler"]:
+        return (
+            f"drawn by the {old['sampler']} sampler; this command's is {new['sampler']}: "
+            f"resume with hydra.sweeper.sampler={old['sampler']}"
+        )
+    return None
+
+
+def by_key(overrides: list[str]) -> dict[str, tuple[str, str]]:
+    """Overrides by config key: each as written and its value as JSON (``x=8`` and ``+x=8`` set the same)."""
+    return {
+        o.key_or_group: (o.input_line, json.dumps(o.value(), sort_keys=True, default=str))
+        for o in parse_overrides(overrides)
+    }
 
 
 def job_dir(cfg: DictConfig, number: int) -> Path:

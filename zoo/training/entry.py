@@ -340,9 +340,10 @@ SWEEPER_PACKAGES = {"optuna": ("optuna", "search")}
 
 
 def check_sweeper(overrides: list[str]) -> None:
-    """``hydra/sweeper=optuna`` without Optuna is one line naming zoo's extra; in a sweep (``-m``), every study's
-    search space is read first, so a study without one, or a range that is not one, stops it before any job runs.
-    """
+    """``hydra/sweeper=optuna`` without Optuna is one line naming zoo's extra; in a sweep (``-m``), the search is
+    checked first (:func:`zoo.search.sweeper.check_search`: its settings, spaces, storage, and a resume against what
+    it resumes), so a study without a space, a range that is not one, or another search in the sweep directory
+    stops it before Hydra starts."""
     chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra/sweeper=")]
     if not chosen or chosen[-1] not in SWEEPER_PACKAGES:
         return
@@ -352,20 +353,21 @@ def check_sweeper(overrides: list[str]) -> None:
             f"hydra/sweeper={chosen[-1]} needs {package}, which is not installed: pip install 'zoo[{extra}]'"
         )
     if any(o in HYDRA_MODES["--multirun"] for o in overrides):
-        from zoo.search.space import check_spaces
+        from zoo.search.sweeper import check_search
 
-        check_spaces(overrides, compose_config)
+        check_search(overrides, compose_config)
 
 
-def compose_config(overrides: list[str]) -> DictConfig:
-    """The config ``overrides`` compose to (no Hydra job); one that does not compose is a :class:`CompositionError`."""
+def compose_config(overrides: list[str], hydra: bool = False) -> DictConfig:
+    """The config ``overrides`` compose to (no Hydra job; with Hydra's own settings when ``hydra``); one that does not
+    compose is a :class:`CompositionError`."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     try:
         with initialize_config_module("zoo.conf", version_base="1.3"):
-            return compose("config", overrides=overrides)
+            return compose("config", overrides=overrides, return_hydra_config=hydra)
     except (HydraException, OmegaConfBaseException) as error:
         raise CompositionError(explain(error, overrides)) from None
 
