@@ -149,7 +149,9 @@ def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
     assert view.header[3:5] == ["Δ bleu [95% CI]", "p"]
     rows = {row[0]: row for row in view.rows}
     assert rows["encoder=gru"][3:5] == ["baseline", ""] and rows["encoder=lstm"][4].endswith(" *")
-    assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and rows["encoder=lstm"][4].startswith("0.0")
+    assert rows["encoder=lstm"][3].startswith(f"+{lstm.difference:.1f} [") and rows["encoder=lstm"][4].startswith(
+        ("0.0", "<0.001")
+    )
     assert rows["encoder=rnn"][4] == f"{rnn.p:.3f} †"  # one seed: the test items only
     assert [g.label for g, marked in zip(board.groups, view.significant) if marked] == ["encoder=lstm"]
     markdown = compare([tmp_path], fmt="markdown", baseline="encoder=gru")

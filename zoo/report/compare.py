@@ -24,7 +24,17 @@ from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
 from zoo.report.frontier import frontier
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
-from zoo.report.stats import CONFIDENCE, MAX_SEEDS, POWER, SAMPLES, Comparison, compare_to_baseline, holm, scorer_for
+from zoo.report.stats import (
+    CONFIDENCE,
+    MAX_SEEDS,
+    POWER,
+    SAMPLES,
+    Comparison,
+    compare_to_baseline,
+    holm,
+    p_text,
+    scorer_for,
+)
 from zoo.report.terminal import draw
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
 from zoo.training.rundir import refuse_live_run
@@ -175,7 +185,7 @@ class Leaderboard:
                 interval = f"[{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]"
                 differences.append(Cell(f"{c.difference:+,.{digits}f} {interval}", c.difference))
                 mark = ITEMS_ONLY_MARK if c.items_only else " *" * (c.p < SIGNIFICANCE)
-                ps.append(Cell(f"{c.p:.3f}{mark}", c.p))
+                ps.append(Cell(f"{p_text(c.p)}{mark}", c.p))
                 needed.append(Cell(self._seeds_needed(c), c.seeds_for_power))
         return [
             Column(f"Δ {self.sort} [{CONFIDENCE:.0%} CI]", differences),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from zoo.report.aggregate import Stat, run_order
 from zoo.report.runs import Run
-from zoo.report.stats import Comparison, compare_to_baseline, scorer_for
+from zoo.report.stats import Comparison, compare_to_baseline, p_text, scorer_for
 
 #: The p-value below which a lead or an overtaking is called more than noise.
 SIGNIFICANCE = 0.05
@@ -132,7 +132,8 @@ class Frontier:
             if c is None or c.items_only or c.p >= SIGNIFICANCE:
                 noise += 1
                 continue
-            sure.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({c.difference:+.1f}, p = {c.p:.3f})")
+            margin = f"{c.difference:+.1f}, p {_equals(c.p)}"
+            sure.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({margin})")
         if noise:
             sure.append(f"{noise} other change{'s' * (noise > 1)} of order within noise (p >= {SIGNIFICANCE})")
         return sure
@@ -148,7 +149,7 @@ class Frontier:
                 for f in self.families
             ]
             ranked, lead = self.ranking(spend), self.lead(spend)
-            p = "" if lead is None else f"{lead.p:.3f}" + (" †" if lead.items_only else " *" * (lead.p < SIGNIFICANCE))
+            p = "" if lead is None else p_text(lead.p) + (" †" if lead.items_only else " *" * (lead.p < SIGNIFICANCE))
             rows.append([spoken(spend), *shown, ranked[0].family if ranked else "", p])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
@@ -161,6 +162,10 @@ class Frontier:
         lines.append("ranking changes: " + "; ".join(changes) if changes else "the ranking is the same at every budget")
 
         return "\n".join(lines)
+
+
+def _equals(p: float) -> str:
+    return "< 0.001" if p < 0.0005 else f"= {p:.3f}"
 
 
 def frontier(runs: list[Run], metric: str, higher_is_better: bool = True) -> Frontier | None:

@@ -273,6 +273,11 @@ def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[
     return comparison
 
 
+def p_text(p: float) -> str:
+    """A p-value as a table shows it: three decimals, ``<0.001`` below them (never a p of 0)."""
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
+
+
 def holm(p_values: list[float]) -> list[float]:
     """Holm's (1979) step-down adjustment for testing several rows against one baseline: the k-th smallest of m
     p-values is multiplied by m - k + 1, and adjusted values never fall below a smaller p's."""
