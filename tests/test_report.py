@@ -11,6 +11,7 @@ import pytest
 
 from zoo.report.compare import write_report
 from zoo.report.html import pareto_front
+from zoo.report.stats import p_text
 
 SENTENCES = [
     "the dog sees a cat near the old tower",
@@ -187,7 +188,7 @@ def test_the_leaderboard_carries_true_values_the_best_and_the_rows_beyond_noise(
     assert [row["configuration"][0] for kind, row in rows if kind == "significant"] == ["attention=none"]
     text, attributes = cells["none"]["p"]
     p = float(attributes["data-value"])
-    assert p < 0.05 and text == f"{p:.3f} *" and float(cells["dot"]["p"][1]["data-value"]) > 0.05
+    assert p < 0.05 and text == f"{p_text(p)} *" and float(cells["dot"]["p"][1]["data-value"]) > 0.05
     assert cells["additive"]["p"] == cells["cosine"]["bleu"] == ("", {"data-value": ""}), "missing: no value"
     assert '<p class="shared">same in every run: frozen=0, tokens/s=500, memory MB=400.0, ms/item beam=9.0</p>' in page
 
