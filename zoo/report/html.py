@@ -183,7 +183,10 @@ def score_against_compute(board: Leaderboard) -> list[str]:
                 _colour(k),
             )
         )
-    fig.update_xaxes(title_text="training FLOPs (recorded)", type="log")
+    budgets = [amount for unit, amount in found.budgets if unit == "flops"]  # ticks at the budgets, as 4e+12
+    fig.update_xaxes(
+        title_text="training FLOPs (recorded)", type="log", tickvals=budgets, ticktext=[f"{b:.3g}" for b in budgets]
+    )
     fig.update_yaxes(title_text=f"test {board.sort}")
     return [
         "<h2>Score against compute</h2>",
