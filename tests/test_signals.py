@@ -11,7 +11,9 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,16 +69,20 @@ def _signalled_zoo(phase: str | None, where: tuple | None, signum: int, argv: li
 _server = None
 
 
-def zoo(
-    tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None, signum: int = signal.SIGTERM
-) -> tuple[int, str]:
-    """``zoo ARGV`` in a forked process that signals itself on entering ``where``: its exit status and stderr."""
+def forkserver() -> multiprocessing.context.ForkServerContext:
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
         _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.training.entry", "zoo.training.run"])
+    return _server
+
+
+def zoo(
+    tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None, signum: int = signal.SIGTERM
+) -> tuple[int, str]:
+    """``zoo ARGV`` in a forked process that signals itself on entering ``where``: its exit status and stderr."""
     err = tmp_path / f"zoo.{len(list(tmp_path.glob('zoo.*.err')))}.err"
-    process = _server.Process(
+    process = forkserver().Process(
         target=_signalled_zoo, args=(phase, where, int(signum), list(argv), str(tmp_path), str(err))
     )
     process.start()
@@ -194,3 +200,118 @@ def test_a_signal_while_the_config_is_composed_exits_128_plus_it_with_one_line(t
     )
     assert status == 128 + signal.SIGTERM
     assert err.strip() == "zoo: interrupted: SIGTERM during zoo train" and not (tmp_path / "run").exists()
+
+
+def _zoo_with(settings: list[tuple[str, str, object]], env: dict[str, str], argv: list[str], cwd: str, err: str):
+    """``zoo ARGV`` with ``env`` added and each ``(module, name, value)`` of ``settings`` set first."""
+    import importlib
+
+    os.environ.update(env)
+    for module, name, value in settings:
+        setattr(importlib.import_module(module), name, value)
+    _signalled_zoo(None, None, 0, argv, cwd, err)
+
+
+def started(tmp_path: Path, *argv: str, settings=(), env=None, ready: str = "") -> tuple[multiprocessing.Process, Path]:
+    """``zoo ARGV`` started in a forked process (see :func:`zoo`), once its stderr shows ``ready``; and that file."""
+    err = tmp_path / "zoo.started.err"
+    process = forkserver().Process(
+        target=_zoo_with, args=(list(settings), env or {}, list(argv), str(tmp_path), str(err))
+    )
+    process.start()
+    deadline = time.monotonic() + 120
+    while not (err.is_file() and ready in err.read_text()):
+        assert process.is_alive() and time.monotonic() < deadline, err.read_text() if err.is_file() else ""
+        time.sleep(0.1)
+    return process, err
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def ended(pids: list[int], within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(alive(pid) for pid in pids)
+
+
+def ranks_of(run_dir: Path) -> list[int]:
+    """The DDP ranks Lightning started into ``run_dir`` (their command line names it and the rank's job name)."""
+    ranks = []
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().decode(errors="replace") if proc.name.isdigit() else ""
+        except OSError:  # ended meanwhile
+            continue
+        if str(run_dir) in command and "train_ddp_process" in command:
+            ranks.append(int(proc.name))
+    return ranks
+
+
+def test_a_signal_while_ddp_waits_for_other_nodes_ends_the_job_and_its_ranks(tmp_path):
+    """trainer.num_nodes=2 started by hand on one node: both ranks wait in DDP's rendezvous (native code, where no
+    Python handler runs) for a node that never comes. SIGTERM ends the job anyway, with the one line, and its rank."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    run_dir = tmp_path / "run"
+    process, err = started(
+        tmp_path,
+        "train",
+        *TINY,
+        "trainer=ddp_cpu",
+        "trainer.num_nodes=2",
+        f"hydra.run.dir={run_dir}",
+        settings=[("zoo.training.interruptions", "ANSWER_SECONDS", 1.0)],
+        env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": "0"},
+        ready="MEMBER: 2/4",
+    )
+    ranks = ranks_of(run_dir)
+    assert len(ranks) == 1
+    os.kill(process.pid, signal.SIGTERM)
+    process.join(timeout=30)
+
+    assert process.exitcode == 128 + signal.SIGTERM
+    lines = [line for line in err.read_text().splitlines() if not line.startswith("Initializing distributed")]
+    assert lines == [
+        "zoo: interrupted: SIGTERM during setup at step 0; no checkpoint written yet: resuming starts it again in "
+        f"place; continue with: zoo train resume={run_dir}"
+    ]
+    assert ended(ranks)
+
+
+def _preparing_for_ever(cfg, inputs, folder) -> None:
+    """In place of the prepare worker's work: say it started (its pid), then work for a minute."""
+    Path("worker.pid").write_text(str(os.getpid()))
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_zoo_prepare_works_stops_its_worker_at_once_with_one_line(tmp_path, signum):
+    """SIGTERM to the command alone (kill PID), and SIGINT to the command and its worker (a terminal's Ctrl-C)."""
+    process, err = started(
+        tmp_path,
+        "prepare",
+        *TINY,
+        settings=[("zoo.data.prepare", "_prepare", _preparing_for_ever)],
+        env={"ZOO_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    pid = tmp_path / "worker.pid"
+    while not pid.is_file() or not pid.read_text():
+        assert process.is_alive()
+        time.sleep(0.1)
+    worker = int(pid.read_text())
+    os.kill(process.pid, signum)
+    if signum == signal.SIGINT:
+        os.kill(worker, signum)
+    process.join(timeout=10)
+
+    assert process.exitcode == 128 + signum
+    assert err.read_text().strip() == f"zoo: interrupted: {signal.Signals(signum).name} during zoo prepare"
+    assert ended([worker], within=1)

@@ -2,11 +2,13 @@
 
 ``zoo train`` answers signals itself once its job has started (:mod:`zoo.training.interruptions`, which
 puts this handler back when the job ends); before that, and in every other command (``translate`` and
-``caption`` while they predict, ``compare``, ``dashboard``), a signal stops the command at once.
+``caption`` while they predict, ``compare``, ``dashboard``), a signal stops the command at once. A process
+forked from the command (the worker of ``zoo prepare``) leaves signals to it: the command stops it as it stops.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -29,8 +31,11 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         yield
         return
 
+    owner = os.getpid()
+
     def stop(signum: int, frame) -> None:
-        raise CommandInterrupted(signum, command)
+        if os.getpid() == owner:  # not in a forked worker, whose traceback would follow the command's line
+            raise CommandInterrupted(signum, command)
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -266,11 +266,17 @@ def _exclusive(lock_path: Path, folder: Path) -> Iterator[None]:
 
 def _in_child(function: Any, *args: Any) -> Any:
     """``function(*args)`` in a forked child, so the memory it takes goes back when it ends; its error is raised
-    here. In this process where fork is unavailable."""
+    here. In this process where fork is unavailable. A signal that stops this process stops the child at once (it
+    leaves signals to this process: :mod:`zoo.cli.signals`), rather than once it has finished."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return function(*args)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        return pool.submit(function, *args).result()
+        try:
+            return pool.submit(function, *args).result()
+        except BaseException:
+            for process in pool._processes.values():  # no public way to end a pool's worker before Python 3.14
+                process.kill()
+            raise
 
 
 def _prepare(cfg: dict, inputs: dict, folder: Path) -> None:

@@ -32,6 +32,7 @@ from zoo.config.renamed import check_renamed
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.registry.discovery import discover
+from zoo.training.ranks import follow_job, started_rank
 
 log = logging.getLogger("zoo.run")
 
@@ -389,6 +390,8 @@ def main(overrides: list[str] | None = None) -> None:
     """
     from zoo.training.resume import resume_overrides
 
+    if started_rank():
+        follow_job()
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
         check_modes(overrides)
@@ -409,6 +412,8 @@ def main(overrides: list[str] | None = None) -> None:
     try:
         task()
     except RunInterrupted as stop:
+        if started_rank():  # stopped with its job, which says so (a failure would have Lightning end the job)
+            raise SystemExit(0) from None
         run_dir = getattr(stop, "run_dir", None)
         how = getattr(stop, "continue_with", None)  # a search says how it goes on
         print(f"zoo: interrupted: {stop.what_next(Path(run_dir) if run_dir else None, how)}", file=sys.stderr)

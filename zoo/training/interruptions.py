@@ -14,25 +14,48 @@ Only training has something worth finishing: there the signal asks for a stop, t
 ``last.ckpt`` first. In every other phase the signal raises at once: the work lost is redone on resume
 (setup and the sanity check from the start, the test from ``best.ckpt``). A second signal always stops
 at once.
+
+The job answers for every process it started: a process forked from it (a data worker, the worker that prepares
+data) and the DDP ranks it started (:mod:`zoo.training.ranks`) leave signals to it and end with it, quietly. Where
+the main thread cannot answer (it waits in native code: DDP's rendezvous for ranks that never come), the job ends
+without it, with the same line, :data:`ANSWER_SECONDS` after the signal.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.training.layout import LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.training.ranks import ranks_follow, started_rank
 from zoo.training.resume import under_submitit
 
 #: Phases in which a signal only asks for a stop (LastCheckpoint saves, then training stops).
 DEFERRED_PHASES = ("training", "validation")
+#: Seconds the main thread has to answer a signal before the job ends without it (it waits in native code).
+ANSWER_SECONDS = 10.0
+#: The descriptor signals are written to while a job is watched (:meth:`Interruptions.leading`), else None.
+_watched_fd: int | None = None
+
+
+def _forked() -> None:
+    """A process forked from a watched job (a data worker) must not write its own signals into the job's watch."""
+    if _watched_fd is not None:
+        signal.set_wakeup_fd(-1)
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class RunInterrupted(BaseException):
@@ -102,6 +125,8 @@ class Interruptions(Callback):
         self.signal_phase = ""  # the phase the first signal arrived in (a deferred stop ends in another)
         self._trainer = None
         self._previous: dict[int, object] = {}
+        self._pid = os.getpid()
+        self._received = self._answered = 0  # signals the watch saw, signals the handler answered
 
     # -------------------------------------------------------------- the handler
     @contextmanager
@@ -113,10 +138,57 @@ class Interruptions(Callback):
         self._previous = {signum: signal.getsignal(signum) for signum in self._signals()}
         self._install()
         try:
-            yield self
+            with nullcontext() if started_rank() else self.leading():
+                yield self
         finally:
             for signum, handler in self._previous.items():
                 signal.signal(signum, handler)
+
+    @contextmanager
+    def leading(self) -> Iterator[None]:
+        """While the block runs, the ranks started from this process follow it (:mod:`zoo.training.ranks`), and a
+        thread sees each signal (Python writes its number to a wakeup descriptor) and ends the job when the main
+        thread has not answered it within :data:`ANSWER_SECONDS`."""
+        global _watched_fd
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        previous = signal.set_wakeup_fd(writer.fileno())
+        _watched_fd = writer.fileno()
+        threading.Thread(target=self._watch, args=(reader,), name="zoo-signal-watch", daemon=True).start()
+        try:
+            with ranks_follow():
+                yield
+        finally:
+            signal.set_wakeup_fd(previous)
+            _watched_fd = None
+            writer.close()  # the watch reads the end of the stream and stops
+
+    def _watch(self, reader: socket.socket) -> None:
+        with reader:
+            while numbers := reader.recv(64):
+                ours = [signum for signum in numbers if signum in self._previous]
+                self._received += len(ours)
+                if ours and not self._answered_in_time():
+                    self._end_here(ours[0])
+
+    def _answered_in_time(self) -> bool:
+        """Whether the main thread answered every signal so far, or at least moved on, within ANSWER_SECONDS."""
+        main = threading.main_thread().ident
+        stuck = sys._current_frames().get(main)
+        at = stuck and stuck.f_lasti
+        deadline = time.monotonic() + ANSWER_SECONDS
+        while self._answered < self._received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        now = sys._current_frames().get(main)
+        return self._answered >= self._received or now is None or now is not stuck or now.f_lasti != at
+
+    def _end_here(self, signum: int) -> None:
+        """End the job from the watch: the line the entry prints, and its exit status (the ranks end with it)."""
+        run_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+        sys.stdout.flush()
+        print(f"zoo: interrupted: {RunInterrupted(signum, self.phase, self.step).what_next(run_dir)}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(128 + signum)
 
     @staticmethod
     def _signals() -> tuple[int, ...]:
@@ -129,6 +201,9 @@ class Interruptions(Callback):
                 signal.signal(signum, self._handle)
 
     def _handle(self, signum: int, frame) -> None:
+        if os.getpid() != self._pid or started_rank():  # a process the job started: the job answers, and stops it
+            return
+        self._answered += 1
         if self.signal is not None and signum == preemption_signal():  # the stop under way ends in a requeue
             self.signal = signum
             return
