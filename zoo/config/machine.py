@@ -1,4 +1,5 @@
-"""Does this machine have what ``trainer`` asks for? Checked before any data loads.
+"""Does this machine have what ``trainer`` asks for (and a multi-node job, a launcher on each node)? Checked before
+any data loads.
 
 Lightning finds out only when it builds its Trainer, after the tokenizer has trained, and says
 so in a page of traceback. ``trainer=gpu`` on a machine without CUDA, or more GPUs than it has,
@@ -7,6 +8,7 @@ is one line instead, naming the preset that runs here.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from zoo.config.checks import ConfigError
@@ -28,6 +30,8 @@ def check_machine(trainer: Any) -> None:
             f"trainer.accelerator={accelerator} is not one of Lightning's accelerators; {hint}"
             f"use one of {', '.join(ACCELERATORS)} (or a preset: trainer=cpu, trainer=gpu)"
         )
+    if trainer.num_nodes > 1:
+        check_nodes(trainer.num_nodes)
     if accelerator in CUDA:
         check_gpus(trainer.devices)
     if accelerator == "mps":
@@ -62,4 +66,30 @@ def check_gpus(devices: Any) -> None:
         raise ConfigError(
             f"trainer.devices={devices} asks for {devices} GPUs, and this machine has {count}; "
             "give at most that many (-1: all of them)"
+        )
+
+
+#: Variables that say how a multi-node job was started on each machine: Lightning's general-purpose environment
+#: (set by hand on each node, or by Lightning itself for the processes it starts).
+BY_HAND = ("MASTER_ADDR", "NODE_RANK")
+
+
+def launched_per_node() -> bool:
+    """Whether something started this process on each node of a multi-node job, as Lightning's cluster environments
+    find it: torchrun, SLURM's srun, LSF's jsrun, MPI, or MASTER_ADDR/NODE_RANK set by hand."""
+    from lightning.fabric.plugins.environments import LSFEnvironment, MPIEnvironment, TorchElasticEnvironment
+
+    # SLURM as Lightning tells it (SLURMEnvironment.detect would also warn where srun exists but was not used)
+    srun = "SLURM_NTASKS" in os.environ and os.environ.get("SLURM_JOB_NAME") not in ("bash", "interactive")
+    by_hand = any(name in os.environ for name in BY_HAND)
+    return TorchElasticEnvironment.detect() or srun or LSFEnvironment.detect() or by_hand or MPIEnvironment.detect()
+
+
+def check_nodes(num_nodes: int) -> None:
+    """A multi-node job started on one machine alone waits for the other nodes' processes for ever: refuse it."""
+    if not launched_per_node():
+        raise ConfigError(
+            f"trainer.num_nodes={num_nodes} needs the job started on each of {num_nodes} machines, and nothing "
+            f"launched it there (no SLURM, torchrun or MASTER_ADDR/NODE_RANK): submit it with hydra/launcher=slurm "
+            f"hydra.launcher.nodes={num_nodes}, or train on this machine with trainer.num_nodes=1"
         )

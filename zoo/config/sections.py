@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from zoo.config.checks import Choice, ConfigError, at_least, fraction, in_unit_interval, one_of, positive
+from zoo.config.checks import Choice, ConfigError, at_least, between, fraction, in_unit_interval, one_of, positive
+from zoo.config.suggest import did_you_mean, with_hint
 from zoo.decoding import LengthPenalty, Strategy
 from zoo.training.schedule import Schedule
 from zoo.training.scst import Baseline, reward_metric
@@ -56,6 +57,10 @@ class OptimConfig:
         at_least(self, "warmup_steps", 0)
         one_of(self, "schedule", Schedule)
         in_unit_interval(self, "label_smoothing")
+
+
+#: What trains on the CPU, for a strategy that cannot.
+ON_THE_CPU = "on the CPU use strategy=ddp (trainer=ddp_cpu: 2 processes) or auto, or train on GPUs with trainer=ddp"
 
 
 @dataclass
@@ -109,6 +114,8 @@ class TrainerConfig:
         else:
             at_least(self, "max_steps", 1, "or -1 for no limit")
         at_least(self, "num_nodes", 1)
+        self._check_devices()
+        self._check_strategy()
         at_least(self, "gradient_clip_val", 0)
         at_least(self, "patience", 1)
         positive(self, "val_check_interval")
@@ -136,6 +143,43 @@ class TrainerConfig:
                 f"average_best={self.average_best} with average_last={self.average_last}: average the weights of the "
                 "best N validations or of the last N, not both (0 turns one off)"
             )
+
+    def _check_devices(self) -> None:
+        """Lightning refuses these only as it builds its Trainer: after the data has loaded, in a page of traceback."""
+        devices = self.devices
+        if devices in (0, "0", []) or (isinstance(devices, int) and devices < -1):
+            raise ConfigError(f"devices={devices!r} must be >= 1, or -1 for all of this machine's GPUs")
+        processes = (isinstance(devices, int) and devices >= 1) or str(devices).isdigit() or devices == "auto"
+        if str(self.accelerator) == "cpu" and not processes:
+            raise ConfigError(
+                f"devices={devices!r} picks GPUs (-1: all of them, a list: those), and accelerator=cpu: on the CPU "
+                "give a number of processes, e.g. 2 (trainer=ddp_cpu), or train on the GPUs with trainer=ddp"
+            )
+
+    def _check_strategy(self) -> None:
+        """The strategy must be one of Lightning's, and one that runs on the accelerator (FSDP and DeepSpeed shard
+        a model across GPUs, XLA runs on TPUs)."""
+        if self.strategy == "auto":
+            return
+        from lightning.pytorch.strategies import (
+            DeepSpeedStrategy,
+            FSDPStrategy,
+            SingleDeviceXLAStrategy,
+            StrategyRegistry,
+            XLAStrategy,
+        )
+
+        known = ["auto", *StrategyRegistry.available_strategies()]
+        if self.strategy not in StrategyRegistry:
+            refusal = f"strategy={self.strategy} is not one of Lightning's"
+            raise ConfigError(with_hint(refusal, did_you_mean(self.strategy, known), f"use one of {', '.join(known)}"))
+        registered = StrategyRegistry[self.strategy]["strategy"]
+        if str(self.accelerator) != "cpu":
+            return
+        if issubclass(registered, (XLAStrategy, SingleDeviceXLAStrategy)):
+            raise ConfigError(f"strategy={self.strategy} runs on TPUs (accelerator=tpu): {ON_THE_CPU}")
+        if issubclass(registered, (FSDPStrategy, DeepSpeedStrategy)):
+            raise ConfigError(f"strategy={self.strategy} shards the model across GPUs: {ON_THE_CPU}")
 
 
 @dataclass
@@ -179,6 +223,7 @@ class ScstConfig:
 
     def __post_init__(self) -> None:
         at_least(self, "samples", 1)
+        between(self, "samples", 1, 100, "self-critical.pytorch samples 5 per image")
         one_of(self, "baseline", Baseline)
         positive(self, "lr")
         at_least(self, "warmup_steps", 0)

@@ -30,6 +30,7 @@ from zoo.errors import ZooError, first_line
 from zoo.registry import GROUP_KINDS, get
 from zoo.training.evaluation import MetricSuite
 from zoo.training.initial import read_initial
+from zoo.training.loggers import check_tracking_server
 from zoo.training.resume import resume_mode
 
 #: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
@@ -69,6 +70,7 @@ def validate(cfg: DictConfig) -> None:
         read_initial(cfg)  # a missing, damaged or other model's checkpoint is refused before any data loads
     probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
     check_tracker_packages(cfg.logger)
+    check_tracking_server(cfg.logger)
 
 
 def check_setting(cfg: DictConfig, key: str, value: Any) -> None:

@@ -26,10 +26,11 @@ from typing import Any
 
 import torch
 
+from zoo.config.files import RESTORE
 from zoo.contracts import Task
 from zoo.errors import ZooError, first_line
 from zoo.registry.kinds import GROUP_KINDS
-from zoo.training.layout import AVERAGE_CHECKPOINT, SUMMARY_FILE
+from zoo.training.layout import AVERAGE_CHECKPOINT, CHECKPOINTS_DIR, CONFIG_FILE, SUMMARY_FILE
 
 #: The config sections that decide what a checkpoint's weights mean (see the module docstring).
 MEANING_SECTIONS: tuple[str, ...] = (*(group for kind in GROUP_KINDS for group in kind.groups), "model")
@@ -127,14 +128,52 @@ def module_from(checkpoint: dict[str, Any], ckpt: Path) -> Any:
     return module
 
 
+def check_config(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: dict) -> None:
+    """Refuse a checkpoint trained with another task, data or network than the run's ``config.yaml`` (``cfg``) says,
+    before a task is built from that file. The run's own checkpoint holds the config the run trained with: there the
+    file is what changed (edited, cut off), and it is named."""
+    stored = checkpoint["hyper_parameters"]["cfg"]
+    why = config_mismatch(stored, cfg)
+    if why is None:
+        return
+    if _is_own(ckpt, run_dir):
+        differences = _differences(_meaning(stored), _meaning(cfg), versus="config.yaml has ")
+        raise RunLoadError(
+            f"{run_dir / CONFIG_FILE} does not match the run's own checkpoint {ckpt.name}, trained with {differences}: "
+            f"config.yaml was edited or cut off since; {RESTORE}"
+        )
+    raise _does_not_fit(ckpt, run_dir, why)
+
+
 def check_belongs(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: dict, task: Task) -> None:
     """Refuse a checkpoint whose weights mean something else than ``run_dir``'s codecs (module docstring)."""
-    why = mismatch(checkpoint["hyper_parameters"], cfg, task)
-    if why is not None:
-        raise RunLoadError(
-            f"checkpoint {ckpt} does not fit run {run_dir}: {why}; use one of the run's own checkpoints "
-            f"(--checkpoint best or last){_own_run(ckpt, run_dir)}"
+    stored = checkpoint["hyper_parameters"]
+    why = mismatch(stored, cfg, task)
+    if why is None:
+        return
+    if _is_own(ckpt, run_dir):  # its config.yaml matched (check_config): the codecs are what changed
+        sizes = _differences(
+            _sizes(stored["source"], stored["target_vocab_size"]),
+            _sizes(dataclasses.asdict(task.source_description()), task.target_vocab_size),
+            versus="tokenizers/ give ",
         )
+        raise RunLoadError(
+            f"{run_dir / 'tokenizers'} does not match the run's own checkpoint {ckpt.name}, trained with {sizes}: "
+            "the folder was replaced since; restore it from a copy of the run, or train a new run"
+        )
+    raise _does_not_fit(ckpt, run_dir, why)
+
+
+def _does_not_fit(ckpt: Path, run_dir: Path, why: str) -> RunLoadError:
+    return RunLoadError(
+        f"checkpoint {ckpt} does not fit run {run_dir}: {why}; use one of the run's own checkpoints "
+        f"(--checkpoint best or last){_own_run(ckpt, run_dir)}"
+    )
+
+
+def _is_own(ckpt: Path, run_dir: Path) -> bool:
+    """Whether ``ckpt`` lies in ``run_dir``'s checkpoints/ (its snapshots/ too)."""
+    return (run_dir / CHECKPOINTS_DIR).resolve() in ckpt.resolve().parents
 
 
 def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
@@ -158,7 +197,7 @@ def mismatch(stored: dict[str, Any], cfg: dict, task: Task) -> str | None:
 def config_mismatch(stored_cfg: dict, cfg: dict) -> str | None:
     """Why weights trained with the config ``stored_cfg`` cannot serve a run with config ``cfg`` (its task, data or
     network differ), or None when the configs agree; the vocabulary sizes are :func:`mismatch`'s to compare."""
-    theirs, ours = stored_cfg["task"]["name"], cfg["task"]["name"]
+    theirs, ours = stored_cfg["task"]["name"], (cfg.get("task") or {}).get("name")  # a cut-off config lacks it
     if theirs != ours:
         return f"it was trained for {theirs}, the run does {ours}"
     differences = _differences(_meaning(stored_cfg), _meaning(cfg))

@@ -16,7 +16,14 @@ from zoo.config.files import load_yaml
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
 from zoo.errors import ZooError
-from zoo.inference.checkpoints import RunLoadError, check_belongs, checkpoint_file, module_from, read_checkpoint
+from zoo.inference.checkpoints import (
+    RunLoadError,
+    check_belongs,
+    check_config,
+    checkpoint_file,
+    module_from,
+    read_checkpoint,
+)
 from zoo.inference.inputs import InputError, source_limit, undecodable
 
 
@@ -73,10 +80,12 @@ class Predictor:
             load_run_plugins(run_dir, cfg)
         except PluginMissing as error:
             raise RunLoadError(str(error)) from None
+        stored = read_checkpoint(ckpt)
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        check_config(stored, ckpt, run_dir, plain)  # before a task is built from a config.yaml cut off or edited
         task = build_task(cfg)
         task.load(run_dir)
-        stored = read_checkpoint(ckpt)
-        check_belongs(stored, ckpt, run_dir, OmegaConf.to_container(cfg, resolve=True), task)
+        check_belongs(stored, ckpt, run_dir, plain, task)
         return cls(module_from(stored, ckpt), task, run_dir)
 
     def predict(self, sources: Sequence[Any], batch_size: int = 64, **decode_overrides: Any) -> list[str]:

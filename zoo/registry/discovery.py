@@ -93,6 +93,11 @@ def export(folder: Path) -> None:
 def load_folder(folder: str | os.PathLike) -> None:
     """Import every ``*.py`` file in ``folder`` (sorted, so the order is reproducible); again is a no-op."""
     path = Path(folder).expanduser().resolve()
+    if path.is_file():
+        raise PluginImportError(
+            f"plugin folder {path} is a file, not a folder: put it in a folder of its own and give that folder "
+            "(every *.py file in a plugin folder is imported)"
+        )
     if not path.is_dir():
         raise PluginImportError(f"plugin folder {path} does not exist; fix {ENV_VAR} or plugin_dirs")
     package = mount(path)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import csv
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig
 
+from zoo.errors import ZooError
 from zoo.training.layout import METRICS_FILE
 from zoo.training.tracking import components, flat_config, run_group, run_name, run_tags
 
@@ -82,6 +85,32 @@ def mlflow_logger(cfg: DictConfig, run_dir: Path) -> Any:
         tracking_uri=uri,
         tags={**components(cfg), **({"group": group} if group else {})},
     )
+
+
+#: Seconds an MLflow tracking server has to accept a connection before the run is refused.
+TRACKING_TIMEOUT = 3.0
+
+
+class TrackingServerUnreachable(ZooError):
+    """The MLflow tracking server a run would log to does not answer."""
+
+
+def check_tracking_server(logger_cfg: Any) -> None:
+    """Refuse a run whose MLflow tracking server (an http or https ``logger.tracking_uri``) does not accept a
+    connection within :data:`TRACKING_TIMEOUT`: MLflow would retry each request for minutes without a word."""
+    uri = logger_cfg["tracking_uri"]
+    where = urlsplit(uri or "")
+    if not logger_cfg["mlflow"] or where.scheme not in ("http", "https"):
+        return
+    try:
+        port = where.port or (443 if where.scheme == "https" else 80)
+        socket.create_connection((where.hostname, port), timeout=TRACKING_TIMEOUT).close()
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        raise TrackingServerUnreachable(
+            f"logger.tracking_uri={uri}: the MLflow tracking server does not answer ({reason}); start it, or log "
+            "offline into the run directory (mlruns/) with logger.tracking_uri=null"
+        ) from None
 
 
 def keep_earlier_metrics(loggers: list, run_dir: Path, step: int | None) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from zoo.config.files import load_yaml
+from zoo.config.files import RESTORE, load_yaml
 from zoo.config.overrides import override_key
 from zoo.config.schema import ResumeMode
 from zoo.config.sections import ScstConfig
@@ -156,12 +156,34 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
             continue
         if any(key == allowed or key.startswith(allowed + ".") for allowed in RESUME_MAY_CHANGE):
             continue
+        if key not in saved:
+            raise ResumeRefused(
+                f"{run_dir / CONFIG_FILE} has no {key}: it was cut off or edited, or an older zoo wrote it; {RESTORE}"
+            )
+        if key in new and trained_with(run_dir).get(key, "<unset>") == new[key]:  # the file changed, not this job
+            raise ResumeRefused(
+                f"{run_dir / CONFIG_FILE} has {key}={saved[key]}, and the run trained with {new[key]} (its "
+                f"last.ckpt): config.yaml was edited since; {RESTORE}"
+            )
         raise ResumeRefused(
             f"cannot resume {run_dir} with {key}={new.get(key, '<unset>')}: "
             f"the run has {key}={saved.get(key, '<unset>')}; "
             f"a resumed run keeps what it computes (only {', '.join(may_change)} may change), "
             "so start a new run for this"
         )
+
+
+def trained_with(run_dir: Path) -> dict[str, Any]:
+    """The config the run trained with as its ``last.ckpt`` holds it, as dotted keys; empty without one that reads."""
+    import torch
+
+    path = run_dir / LAST_CHECKPOINT
+    if not path.is_file():
+        return {}
+    try:
+        return flat(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["hyper_parameters"]["cfg"])
+    except Exception:  # noqa: BLE001 - a last.ckpt that cannot be read is refused as such (checkpoint_step)
+        return {}
 
 
 def training_had_ended(run_dir: Path, cfg: DictConfig, previous: dict) -> bool:
