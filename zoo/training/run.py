@@ -44,6 +44,7 @@ from zoo.training.initial import check_initial, read_initial, start_from
 from zoo.training.interruptions import Interruptions
 from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
 from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
+from zoo.training.memory import memory_refusal
 from zoo.training.module import ZooModule
 from zoo.training.provenance import write_run_files
 from zoo.training.record import RunRecord, validation_scores
@@ -85,8 +86,11 @@ def train(cfg: DictConfig) -> dict:
                 only_test = ": training had ended, only the test runs" if resume.tests_only else ""
                 log.info("resuming %s from %s (step %d)%s", run_dir, LAST_CHECKPOINT, resume.step, only_test)
             job = build(cfg, data, record, interruptions, resume)
-            fit(job, resume)
-            test(job)
+            device = str(job.trainer.strategy.root_device.type)
+            with memory_refusal("training", cfg.data.max_tokens, device):
+                fit(job, resume)
+            with memory_refusal("testing", cfg.data.max_tokens, device):
+                test(job)
             return record_results(job)
 
 
