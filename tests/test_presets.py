@@ -115,6 +115,10 @@ def shrinking_overrides(preset: dict) -> list[str]:
     if choice["dataset"] not in SMALL_DATA:
         pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
     overrides = [*FEW_BATCHES, *SMALL_DATA[choice["dataset"]]]
+    budgets = sweep_params(preset).get("trainer.budget_flops")
+    if budgets:  # budgets in FLOPs train for as many steps as they buy: the same number of budgets, each 2 steps
+        tiny = ",".join(f"{k}e8" for k in range(1, len(budgets) + 1))
+        overrides += [f"trainer.budget_flops={tiny}", "trainer.budget_validations=2"]
     for (group, name), sizes in SMALL_MODEL.items():
         if group not in touched and choice[group] == name:
             overrides += sizes

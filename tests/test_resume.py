@@ -58,6 +58,10 @@ def assert_same_run(straight: Path, resumed: Path) -> None:
     # the cost of every segment counts: its seconds add up, each segment listed
     assert len(b["segments"]) == len(b["resumes"]) + 1
     assert b["train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in b["segments"]), abs=0.011)
+    # so do its FLOPs: each segment counts its own, and together they are the straight run's steps' (each segment
+    # counts its first batches exactly and charges the rest per token, so not to the last FLOP)
+    assert b["compute"]["flops"] == sum(s["flops"] for s in b["segments"])
+    assert b["compute"]["flops"] == pytest.approx(a["compute"]["flops"], rel=0.2)
     assert largest_difference(weights(straight), weights(resumed)) == 0.0
 
 
