@@ -57,3 +57,18 @@ def test_a_task_shows_the_components_it_chooses(listing):
     assert (
         listing[start + 1].strip() == "(chooses, unless told otherwise: dataset=scenes, frontend=cnn, encoder=identity)"
     )
+
+
+def test_a_plugin_without_a_docstring_says_so_and_zoo_check_asks_for_one(tmp_path):
+    """Its base's docstring would describe every plugin of the kind: zoo list shows its own, or says it has none."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "plain.py").write_text(
+        "from dataclasses import dataclass\n\nimport torch\n\nfrom zoo.api import Scorer, register\n\n\n"
+        '@register("attention", "plain")\nclass Plain(Scorer):\n    @dataclass\n    class Config:\n        pass\n\n'
+        "    def __init__(self, cfg, query_dim, key_dim, heads=1):\n        super().__init__()\n\n"
+        "    def forward(self, q, k):\n        return q @ k.transpose(-1, -2)\n"
+    )
+    out = fork_zoo("list", "attention", "--filter", "plain", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": "plain"}).stdout
+    assert "  plain        (no docstring)  [" in out
+    checked = fork_zoo("check", "attention/plain", cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": "plain"}, check=False)
+    assert checked.returncode != 0 and "needs a class docstring" in checked.stdout + checked.stderr

@@ -32,7 +32,7 @@ def run(args: list[str], description: str) -> None:
             offered = ", ".join(f"{group}=NAME" for group in kind.optional_groups)
             print(f"  (also offered as {offered}; left null, those follow the {kind.name} choice)")
         for entry in shown:
-            print(f"  {entry.name:<12} {entry.description}  [{entry.module}]")
+            print(f"  {entry.name:<12} {entry.description or '(no docstring)'}  [{entry.module}]")
             chosen = getattr(entry.cls, "component_defaults", {})
             if chosen:
                 print(f"      (chooses, unless told otherwise: {', '.join(f'{k}={v}' for k, v in chosen.items())})")

@@ -218,7 +218,8 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         if existing is not None and existing.cls is not cls:
             return existing.cls  # the same plugin again (its folder and its installed package): keep the first
         config_cls = _tagged_config(kind, name, cls)
-        doc = inspect.getdoc(cls) or ""
+        own = cls.__dict__.get("__doc__")  # its own: a base's docstring would describe every plugin of the kind
+        doc = inspect.cleandoc(own) if isinstance(own, str) else ""
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
         _ENTRIES[(kind, name)] = entry
         for group in declared_kind(kind).groups:  # config groups' choices; metrics are named in a list instead
