@@ -66,6 +66,15 @@ def test_a_run_on_a_full_disk_ends_in_one_line_naming_the_checkpoint(tmp_path):
         assert not list(disk.rglob("*.partial"))
 
 
+def test_a_run_whose_disk_fills_before_its_checkpoint_ends_in_one_line_naming_its_folder(tmp_path):
+    """40 KB fill while the run saves its tokenizers, and the record of that failure cannot be written either."""
+    with tmpfs(tmp_path / "disk", "40k") as disk:
+        proc = fork_zoo("train", *TINY, f"hydra.run.dir={disk / 'run'}", cwd=tmp_path, check=False)
+        line = one_error_line(proc.stderr)
+        assert proc.returncode == 1 and line.startswith(f"zoo: error: no space left to write {disk / 'run'}")
+        assert not [p for p in disk.rglob("*") if p.name.endswith((".tmp", ".partial"))]
+
+
 def test_a_checkpoint_that_does_not_fit_leaves_the_file_it_would_replace(tmp_path, monkeypatch):
     last = tmp_path / "last.ckpt"
     last.write_bytes(b"the previous checkpoint")

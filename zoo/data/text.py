@@ -35,8 +35,11 @@ def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
     (the processes of a multi-GPU run may write the same file at the same time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tokenizer.save(str(partial))
-    os.replace(partial, path)
+    try:
+        tokenizer.save(str(partial))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)  # a write cut short (a full disk) leaves nothing behind
 
 
 def load_tokenizer(tokenizer_cfg: Any, path: Path) -> Tokenizer:

@@ -30,6 +30,7 @@ from zoo.config.overrides import CompositionError, explain, parse_overrides
 from zoo.config.presets import check_presets_not_repeated
 from zoo.config.renamed import check_renamed
 from zoo.config.suggest import did_you_mean, with_hint
+from zoo.disk import DiskFullError, disk_full, free_bytes, size_text
 from zoo.errors import ZooError, one_line_reason, report
 from zoo.registry.discovery import discover
 from zoo.training.ranks import follow_job, started_rank
@@ -39,12 +40,41 @@ log = logging.getLogger("zoo.run")
 
 @contextmanager
 def one_line_errors() -> Iterator[None]:
-    """A ZooError ends the process with its message as one line; its text already says what to do."""
+    """A ZooError ends the process with its message as one line; its text already says what to do. So does a disk
+    that filled under any other write (a tokenizer, the run record, a log): the writers of large files say which
+    file and how much it needed (:mod:`zoo.disk`), this says at least where."""
     try:
         yield
     except ZooError as error:
         report(error)
         raise SystemExit(1) from None
+    except Exception as error:
+        full = next((e for e in chain(error) if disk_full(e)), None)
+        if full is None:
+            raise
+        where = Path(getattr(full, "filename", None) or job_folder())
+        report(
+            DiskFullError(
+                f"no space left to write {where}: its disk has {size_text(free_bytes(where))} free; free some "
+                "space or choose a folder on another disk, then run again"
+            )
+        )
+        raise SystemExit(1) from None
+
+
+def job_folder() -> Path:
+    """The job's run directory once Hydra has made it, else the folder the command runs in."""
+    try:
+        return Path(HydraConfig.get().runtime.output_dir)
+    except ValueError:  # no Hydra job yet
+        return Path.cwd()
+
+
+def chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the errors it was raised while handling, newest first."""
+    while error is not None:
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:

@@ -39,8 +39,11 @@ log = logging.getLogger("zoo.run")
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` through a temporary file and a rename: readers see the old or the new file."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(data, indent=2))
-    os.replace(partial, path)
+    try:
+        partial.write_text(json.dumps(data, indent=2))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)  # a write cut short (a full disk) leaves nothing behind
 
 
 def validation_scores(logged: Mapping[str, Any]) -> dict[str, float]:
