@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 
 from zoo.report.aggregate import Stat, run_order
 from zoo.report.runs import Run
-from zoo.report.stats import Comparison, compare_to_baseline, p_text, scorer_for
+from zoo.report.stats import Comparison, Scorer, compare_to_baseline, p_text, scorer_for
 
 #: The p-value below which a lead or an overtaking is called more than noise.
 SIGNIFICANCE = 0.05
@@ -97,11 +98,15 @@ class Frontier:
         at = [p for p in self.points if p.budget == spend]
         return sorted(at, key=lambda p: -p.score.mean if self.higher_is_better else p.score.mean)
 
+    @cached_property
+    def scorer(self) -> Scorer:
+        """One scorer for every test of the frontier: it reads each run's test items once."""
+        return scorer_for(self.metric, self.points[0].runs)
+
     def test(self, spend: Budget, better: str, worse: str) -> Comparison | None:
         """``better`` against ``worse`` at ``spend`` (the baseline: ``worse``), each seed one repetition."""
         cells = {p.family: p for p in self.points if p.budget == spend}
-        scorer = scorer_for(self.metric, cells[worse].runs)
-        return compare_to_baseline(scorer, [[r] for r in cells[worse].runs], [[r] for r in cells[better].runs])
+        return compare_to_baseline(self.scorer, [[r] for r in cells[worse].runs], [[r] for r in cells[better].runs])
 
     def lead(self, spend: Budget) -> Comparison | None:
         """The leader at ``spend`` against the runner-up."""

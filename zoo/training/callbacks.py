@@ -20,6 +20,11 @@ from zoo.training.interruptions import Interruptions
 from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
 
+def target_tokens(batch: dict) -> int:
+    """The real (not padding) target tokens of a training batch: what throughput and compute are counted per."""
+    return int((batch["target_out"] != PAD).sum())
+
+
 class Throughput(Callback):
     """Counts target tokens and the wall time spent in training batches."""
 
@@ -35,7 +40,7 @@ class Throughput(Callback):
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self.seconds += time.perf_counter() - self._start
-        self.tokens += int((batch["target_out"] != PAD).sum())
+        self.tokens += target_tokens(batch)
 
     def state_dict(self) -> dict:  # a resumed run goes on counting (tokens/s over the whole training)
         return {"tokens": self.tokens, "seconds": self.seconds}

@@ -23,22 +23,20 @@ from __future__ import annotations
 import copy
 import itertools
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from lightning.pytorch.callbacks import Callback
 from torch.utils.flop_counter import FlopCounterMode
 
-from zoo.data.collate import PAD
+from zoo.training.callbacks import target_tokens
 
 COUNTED_BATCHES = 4
 FLOPS_METHOD = (
     f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
     "optimiser), then per target token"
 )
-
-
-def target_tokens(batch: dict) -> int:
-    return int((batch["target_out"] != PAD).sum())
 
 
 class ComputeMeter(Callback):
@@ -86,15 +84,27 @@ class ComputeMeter(Callback):
         return {"flops": round(self.flops * self._processes), "processor_seconds": round(seconds, 2)}
 
 
+@contextmanager
+def probe(module: torch.nn.Module, device: torch.device) -> Iterator[torch.nn.Module]:
+    """A copy of the model in training mode on ``device``, used with the random state restored after it, so the run
+    itself draws and computes exactly as without the probe."""
+    copied = copy.deepcopy(module).to(device)
+    copied.train()
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        yield copied
+
+
 def flops_per_batch(module: torch.nn.Module, batches: list[dict]) -> float:
-    """The mean FLOPs of a training step (forward and backward of the loss) over ``batches``, counted on a copy
-    of the model with the random state restored, so the run itself draws and computes exactly as without it."""
-    probe = copy.deepcopy(module)
-    probe.train()
-    with torch.random.fork_rng(), FlopCounterMode(display=False) as counter:
+    """The mean FLOPs of a training step (forward and backward of the loss) over ``batches``, counted on a
+    :func:`probe` (FLOPs do not depend on the device: counted on the CPU)."""
+    with probe(module, torch.device("cpu")) as copied, FlopCounterMode(display=False) as counter:
         for batch in batches:
-            probe._loss(batch).backward()
+            copied._loss(batch).backward()
     return counter.get_total_flops() / len(batches)
+
+
+def uses_gpu(trainer_cfg) -> bool:
+    return trainer_cfg.accelerator != "cpu" and torch.cuda.is_available()
 
 
 def processes(trainer_cfg) -> int:
@@ -107,25 +117,23 @@ def processes(trainer_cfg) -> int:
     elif isinstance(devices, (list, tuple)) or hasattr(devices, "__len__") and not isinstance(devices, str):
         per_node = len(devices)
     else:  # -1 or "auto": every GPU, or one CPU process
-        per_node = torch.cuda.device_count() if trainer_cfg.accelerator != "cpu" and torch.cuda.is_available() else 1
+        per_node = torch.cuda.device_count() if uses_gpu(trainer_cfg) else 1
     return max(1, per_node) * trainer_cfg.num_nodes
 
 
 def seconds_per_batch(module: torch.nn.Module, batches: list[dict], device: torch.device) -> float:
     """The mean wall seconds of a training step's forward and backward over ``batches`` after the first (a
-    warm-up), on a copy of the model on ``device`` with the random state restored."""
+    warm-up), on a :func:`probe` on ``device``."""
     from lightning.fabric.utilities.apply_func import move_data_to_device
 
-    probe = copy.deepcopy(module).to(device)
-    probe.train()
     batches = [move_data_to_device(batch, device) for batch in batches]
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        probe._loss(batches[0]).backward()
+    with probe(module, device) as copied:
+        copied._loss(batches[0]).backward()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         started = time.perf_counter()
         for batch in batches[1:]:
-            probe._loss(batch).backward()
+            copied._loss(batch).backward()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     return (time.perf_counter() - started) / max(1, len(batches) - 1)
@@ -139,8 +147,7 @@ def steps_for_budget(trainer_cfg, module: torch.nn.Module, loader) -> int:
     if trainer_cfg.budget_flops is not None:
         per_step, budget = flops_per_batch(module, batches) * processes(trainer_cfg), trainer_cfg.budget_flops
     else:
-        gpu = trainer_cfg.accelerator != "cpu" and torch.cuda.is_available()
-        per_step = seconds_per_batch(module, batches, torch.device("cuda" if gpu else "cpu"))
+        per_step = seconds_per_batch(module, batches, torch.device("cuda" if uses_gpu(trainer_cfg) else "cpu"))
         budget = 60 * trainer_cfg.budget_minutes
     validations = trainer_cfg.budget_validations
     return int(max(validations, validations * round(budget / per_step / validations)))
