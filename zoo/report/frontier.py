@@ -132,16 +132,16 @@ class Frontier:
     def changes(self) -> list[str]:
         """The overtakings that are more than noise at the larger budget, each with its difference and p-value,
         then how many others are within noise (a reordering of scores that differ by chance names no winner)."""
-        sure, noise = [], 0
+        named, noise = [], 0
         for low, high, a, b, c in self.overtakings():
-            if c is None or c.items_only or c.p >= SIGNIFICANCE:
+            if c is None or not sure(c):
                 noise += 1
                 continue
             margin = f"{c.difference:+.1f}, p {_equals(c.p)}"
-            sure.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({margin})")
+            named.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({margin})")
         if noise:
-            sure.append(f"{noise} other change{'s' * (noise > 1)} of order within noise (p >= {SIGNIFICANCE})")
-        return sure
+            named.append(f"{noise} other change{'s' * (noise > 1)} of order within noise (p >= {SIGNIFICANCE})")
+        return named
 
     def table(self) -> str:
         """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
@@ -154,8 +154,9 @@ class Frontier:
                 for f in self.families
             ]
             ranked, lead = self.ranking(spend), self.lead(spend)
-            p = "" if lead is None else p_text(lead.p) + (" †" if lead.items_only else " *" * (lead.p < SIGNIFICANCE))
-            rows.append([spoken(spend), *shown, ranked[0].family if ranked else "", p])
+            p = "" if lead is None else p_text(lead.p) + (" †" if lead.items_only else " *" * sure(lead))
+            leader = ranked[0].family if lead is None or sure(lead) else f"{ranked[0].family} (within noise)"
+            rows.append([spoken(spend), *shown, leader, p])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
@@ -167,6 +168,11 @@ class Frontier:
         lines.append("ranking changes: " + "; ".join(changes) if changes else "the ranking is the same at every budget")
 
         return "\n".join(lines)
+
+
+def sure(c: Comparison) -> bool:
+    """Whether a test says more than noise: p below :data:`SIGNIFICANCE`, with the seeds' spread in it."""
+    return not c.items_only and c.p < SIGNIFICANCE
 
 
 def _equals(p: float) -> str:
