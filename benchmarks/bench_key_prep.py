@@ -1,7 +1,7 @@
 """Key-side attention work once per sentence: this tree against an older one, decoder by decoder.
 
 Cross-attention's keys are fixed for a sentence, so a scorer's key-side work
-(``Scorer.prepare_keys``, e.g. additive attention's W_k k) belongs to the sentence,
+(``Attention.prepare_keys``, e.g. additive attention's W_k k) belongs to the sentence,
 not to each decoding step. Two timings, with random weights and inputs:
 
 * Transformer decoder generation: ``init_cache`` and ``--steps`` decoding steps, with

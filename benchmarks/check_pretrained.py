@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import zoo_plugins.frontends.pretrained as pretrained  # registers frontend=pretrained
 from PIL import Image
 
+import zoo_plugins.frontends.pretrained as pretrained  # registers frontend=pretrained
 from zoo.contracts import SourceDescription
 from zoo.registry import build, default_config
 

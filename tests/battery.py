@@ -28,7 +28,7 @@ from pathlib import Path
 
 from conftest import TINY
 
-from zoo.training.rundir import Lock
+from zoo.run.claim import Lock
 
 TRAIN_TINY = [*TINY, "dataset.train_size=64", "dataset.val_size=8", "dataset.test_size=8"]
 

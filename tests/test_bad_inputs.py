@@ -253,8 +253,8 @@ CASES = [
         [*TRAIN, "plugin_dirs=[my_plugins]"],
         "dot",
         files=plugin_folder(
-            "from zoo.registry import register\nfrom zoo.contracts import Scorer\n\n"
-            "@register('attention', 'dot')\nclass Dot(Scorer):\n    pass\n"
+            "from zoo.registry import register\nfrom zoo.contracts import Attention\n\n"
+            "@register('attention', 'dot')\nclass Dot(Attention):\n    pass\n"
         ),
     ),
     # ----- run directories: an existing run, a foreign folder, a locked one, resume mismatches

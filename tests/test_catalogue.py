@@ -63,8 +63,8 @@ def test_a_plugin_without_a_docstring_says_so_and_zoo_check_asks_for_one(tmp_pat
     """Its base's docstring would describe every plugin of the kind: zoo list shows its own, or says it has none."""
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "plain.py").write_text(
-        "from dataclasses import dataclass\n\nimport torch\n\nfrom zoo.api import Scorer, register\n\n\n"
-        '@register("attention", "plain")\nclass Plain(Scorer):\n    @dataclass\n    class Config:\n        pass\n\n'
+        "from dataclasses import dataclass\n\nimport torch\n\nfrom zoo.api import Attention, register\n\n\n"
+        '@register("attention", "plain")\nclass Plain(Attention):\n    @dataclass\n    class Config:\n        pass\n\n'
         "    def __init__(self, cfg, query_dim, key_dim, heads=1):\n        super().__init__()\n\n"
         "    def forward(self, q, k):\n        return q @ k.transpose(-1, -2)\n"
     )

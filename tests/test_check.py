@@ -11,11 +11,11 @@ FLAT_SCORER = '''
 """A scorer that breaks the contract: one score per query, (B, H, T, 1), which broadcasts over the keys."""
 from dataclasses import dataclass
 
-from zoo.api import Scorer, register
+from zoo.api import Attention, register
 
 
 @register("attention", "flat")
-class FlatScorer(Scorer):
+class FlatScorer(Attention):
     """One score per query."""
 
     @dataclass

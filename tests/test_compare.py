@@ -14,7 +14,7 @@ from zoo.report.columns import decimals
 from zoo.report.compare import CompareError, Leaderboard, comparable_sets, compare
 from zoo.report.runs import RunsNotFound, UnknownSetting, find_runs
 from zoo.report.stats import item_draws, replicates, two_level
-from zoo.training.rundir import Lock
+from zoo.run.claim import Lock
 
 discovery.discover()
 

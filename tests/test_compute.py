@@ -14,8 +14,8 @@ from zoo.config.sections import TrainerConfig
 from zoo.report.compare import compare
 from zoo.report.frontier import frontier
 from zoo.report.runs import find_runs
+from zoo.run.record import totals
 from zoo.training.compute import flops_per_batch
-from zoo.training.record import totals
 
 
 class Linear(torch.nn.Module):

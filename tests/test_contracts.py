@@ -16,7 +16,7 @@ import torch
 
 from zoo import registry
 from zoo.checks import all_cases, run_case
-from zoo.contracts import Encoder, Scorer
+from zoo.contracts import Attention, Encoder
 from zoo.registry import discovery
 
 discovery.discover()
@@ -65,11 +65,11 @@ def test_duplicate_registration_from_another_module_names_both_modules():
 TWICE_SEEN = '''
 from dataclasses import dataclass
 
-from zoo.api import Scorer, register
+from zoo.api import Attention, register
 
 
 @register("attention", "twice_seen")
-class TwiceSeen(Scorer):
+class TwiceSeen(Attention):
     """Scores every key alike."""
 
     @dataclass
@@ -105,13 +105,13 @@ def import_file(path, module_name: str):
 @pytest.mark.parametrize(
     "declaration,complaint",
     [
-        ("class Loose(torch.nn.Module): pass", "does not subclass zoo.api.Scorer"),
-        ("class Loose(Scorer):\n    Config = dict", "needs a nested @dataclass named Config"),
-        ("class Loose(Scorer):\n    @dataclass\n    class Config:\n        width: int", "width have no default"),
+        ("class Loose(torch.nn.Module): pass", "does not subclass zoo.api.Attention"),
+        ("class Loose(Attention):\n    Config = dict", "needs a nested @dataclass named Config"),
+        ("class Loose(Attention):\n    @dataclass\n    class Config:\n        width: int", "width have no default"),
     ],
 )
 def test_register_checks_the_base_class_and_the_config(declaration, complaint):
-    namespace = {"torch": torch, "Scorer": Scorer, "dataclass": dataclass}
+    namespace = {"torch": torch, "Attention": Attention, "dataclass": dataclass}
     exec(declaration, namespace)
     with pytest.raises(registry.RegistryError, match=complaint):
         registry.register("attention", "loose")(namespace["Loose"])

@@ -27,8 +27,8 @@ from zoo.report.compare import write_report
 from zoo.report.live import Watch
 from zoo.report.runs import find_runs, read_metrics
 from zoo.report.serve import Dashboard, make_server
-from zoo.training.layout import ATTENTION_DIR, EXPLORER_FILE, LOCK_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
-from zoo.training.rundir import Lock
+from zoo.run.claim import Lock
+from zoo.run.layout import ATTENTION_DIR, EXPLORER_FILE, LOCK_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
 discovery.discover()
 

@@ -5,11 +5,11 @@ import logging
 
 import pytest
 from PIL import Image
-from zoo_plugins.datasets.karpathy import KarpathyDataset, SplitFileError  # importing it registers the dataset
 
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.contracts import ImageSource
+from zoo_plugins.datasets.karpathy import KarpathyDataset, SplitFileError  # importing it registers the dataset
 
 
 def sentence(raw):

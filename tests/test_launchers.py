@@ -110,7 +110,7 @@ def test_an_interruption_crosses_process_boundaries():
     """A joblib worker hands a stopped job's RunInterrupted back to the sweep by pickling it."""
     import pickle
 
-    from zoo.training.interruptions import RunInterrupted
+    from zoo.run.interruptions import RunInterrupted
 
     stop = RunInterrupted(2, "test", 328, saved=True, trained=True)
     stop.run_dir = "multirun/x/2"

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from zoo.config.validate import check_tracker_packages
 from zoo.errors import ZooError
-from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+from zoo.run.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 from zoo.training.loggers import wandb_mode
 from zoo.training.schedule import warmup_then_decay
 

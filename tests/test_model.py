@@ -88,7 +88,7 @@ def test_mixing_families_both_ways():
 
 
 def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
-    cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
+    cfg = config("transformer", "transformer", attention="scaled_dot") | {"network": {"share_embeddings": True}}
     model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=25), 25)
     assert model.frontend.embedding.weight is model.decoder.target.embedding.weight
     assert model.decoder.target.output.weight is model.frontend.embedding.weight
@@ -103,7 +103,7 @@ def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
 
 
 def test_shared_embeddings_need_a_joint_vocabulary():
-    cfg = config("transformer", "transformer", attention="scaled_dot") | {"model": {"share_embeddings": True}}
+    cfg = config("transformer", "transformer", attention="scaled_dot") | {"network": {"share_embeddings": True}}
     with pytest.raises(AssemblyError, match="joint_vocab"):
         Seq2Seq(cfg, SourceDescription("tokens", vocab_size=20), 30)
 

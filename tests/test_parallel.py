@@ -4,11 +4,11 @@ import gzip
 import logging
 
 import pytest
-from zoo_plugins.datasets.parallel import CorpusError
 
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.registry import discovery
+from zoo_plugins.datasets.parallel import CorpusError
 
 discovery.discover()
 

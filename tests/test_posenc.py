@@ -6,11 +6,11 @@ import math
 
 import pytest
 import torch
-from zoo_plugins.posenc.alibi import alibi_slopes
-from zoo_plugins.posenc.relative import relative_bucket
 
 from zoo import registry
 from zoo.registry import discovery
+from zoo_plugins.posenc.alibi import alibi_slopes
+from zoo_plugins.posenc.relative import relative_bucket
 
 discovery.discover()
 

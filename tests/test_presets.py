@@ -1,4 +1,4 @@
-"""Every experiment preset in conf/experiment/ runs as shipped, shrunk to a few batches, in a real subprocess.
+"""Every experiment preset in zoo/conf/experiment/ runs as shipped, shrunk to a few batches, in a real subprocess.
 
 The presets are found by globbing, so a new one is tested without being listed here. Only sizes that
 do not change what a preset compares are shrunk: the data, the epochs and batches, and the widths of
@@ -22,7 +22,7 @@ from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import GROUP_KINDS
 
-CONF = ROOT / "conf"
+CONF = ROOT / "zoo" / "conf"
 PRESETS = sorted((CONF / "experiment").glob("*.yaml"))
 RECIPES = sorted((CONF / "model").glob("*.yaml"))
 

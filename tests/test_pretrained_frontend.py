@@ -6,8 +6,8 @@ import sys
 
 import pytest
 import torch
-import zoo_plugins.frontends.pretrained as pretrained
 
+import zoo_plugins.frontends.pretrained as pretrained
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.contracts import SourceDescription

@@ -4,8 +4,8 @@ import json
 
 from omegaconf import OmegaConf
 
-from zoo.training.identity import config_key
-from zoo.training.record import RunRecord, write_json_atomic
+from zoo.run.identity import config_key
+from zoo.run.record import RunRecord, write_json_atomic
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):

@@ -17,7 +17,7 @@ from zoo.report.compare import Leaderboard, write_report
 from zoo.report.pictures import attention_pictures, main_picture
 from zoo.report.runs import find_runs
 from zoo.report.samples import by_disagreement, sample_outputs
-from zoo.training.summary import write_outputs
+from zoo.run.summary import write_outputs
 
 #: Per configuration, per seed, each item's CIDEr-D: item "b" is where the two disagree most, "a" where they agree.
 SCORES = {
@@ -43,7 +43,7 @@ class CaptionTask:
 
 
 def caption_run(folder: Path, attention: str, seed: int, scores: dict[str, float]) -> Path:
-    """A finished captioning run: its summary and its test items as training writes them (zoo.training.summary)."""
+    """A finished captioning run: its summary and its test items as training writes them (zoo.run.summary)."""
     folder.mkdir(parents=True)
     items = [Item(item, scene(f"scene-{item}"), (f"a red square {item}", "a square")) for item in scores]
     test = {"items": items, "hypotheses": [f"{attention} {seed} says {item}" for item in scores]}

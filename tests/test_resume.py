@@ -178,7 +178,7 @@ def test_an_incompatible_override_is_refused_naming_the_key_and_changes_nothing(
 
 
 def test_a_run_held_by_another_process_is_not_resumed(finished_run, tmp_path):
-    from zoo.training.rundir import Lock
+    from zoo.run.claim import Lock
 
     lock = Lock(finished_run, "run directory")  # this process holds it while zoo tries to resume the run
     try:
@@ -190,8 +190,8 @@ def test_a_run_held_by_another_process_is_not_resumed(finished_run, tmp_path):
 
 def test_resume_modes_decide_what_a_folder_means(tmp_path):
     from zoo.config.schema import ResumeMode
-    from zoo.training.resume import Verdict
-    from zoo.training.rundir import NothingToResume, RunDirectoryInUse, check_run_dir
+    from zoo.run.claim import NothingToResume, RunDirectoryInUse, check_run_dir
+    from zoo.run.resume import Verdict
 
     empty = tmp_path / "empty"
     assert check_run_dir(empty, mode=ResumeMode.auto) is Verdict.start
@@ -214,7 +214,7 @@ def test_resume_modes_decide_what_a_folder_means(tmp_path):
 
 
 def test_resume_composes_the_runs_overrides_with_the_new_ones(tmp_path):
-    from zoo.training.resume import resume_overrides
+    from zoo.run.resume import resume_overrides
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)

@@ -25,9 +25,9 @@ from conftest import TINY, ForkedZoo, fork_zoo
 from test_third_party_plugin import ENCODER_PLUGIN, SCORER_PLUGIN
 
 from zoo.config.schema import ResumeMode
-from zoo.training.layout import LOCK_FILE
-from zoo.training.resume import Verdict
-from zoo.training.rundir import ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
+from zoo.run.claim import ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
+from zoo.run.layout import LOCK_FILE
+from zoo.run.resume import Verdict
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
@@ -127,7 +127,7 @@ def test_a_lock_is_exclusive_and_leaves_nothing_behind(tmp_path):
 HOLD_LOCK = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from zoo.training.rundir import Lock
+    from zoo.run.claim import Lock
     Lock(Path(sys.argv[1]), "run directory")
     print("locked", flush=True)
     time.sleep(600)

@@ -4,6 +4,11 @@ import random
 
 import numpy as np
 import pytest
+
+from zoo import registry
+from zoo.config.checks import ConfigError
+from zoo.contracts import ImageSource
+from zoo.registry import discovery
 from zoo_plugins.datasets.scenes import (
     BACKGROUND,
     COLOURS,
@@ -15,11 +20,6 @@ from zoo_plugins.datasets.scenes import (
     random_layout,
     render,
 )
-
-from zoo import registry
-from zoo.config.checks import ConfigError
-from zoo.contracts import ImageSource
-from zoo.registry import discovery
 
 discovery.discover()
 

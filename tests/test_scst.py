@@ -30,8 +30,8 @@ from zoo.data.references import TrainingReferences
 from zoo.decoding import sample
 from zoo.model import Seq2Seq
 from zoo.registry import build, default_config, discovery, get
+from zoo.run.resume import ResumeRefused, check_resume_config
 from zoo.training.module import ZooModule
-from zoo.training.resume import ResumeRefused, check_resume_config
 from zoo.training.scst import STEP_SETTINGS, Baseline, Scst, advantages, scst_loss, sequence_log_probs
 
 discovery.discover()

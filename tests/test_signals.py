@@ -268,7 +268,7 @@ def test_a_signal_while_ddp_waits_for_other_nodes_ends_the_job_and_its_ranks(tmp
         "trainer=ddp_cpu",
         "trainer.num_nodes=2",
         f"hydra.run.dir={run_dir}",
-        settings=[("zoo.training.interruptions", "ANSWER_SECONDS", 1.0)],
+        settings=[("zoo.run.interruptions", "ANSWER_SECONDS", 1.0)],
         env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": "0"},
         ready="MEMBER: 2/4",
     )

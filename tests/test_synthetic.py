@@ -3,6 +3,10 @@
 import random
 
 import pytest
+
+from zoo import registry
+from zoo.config.checks import ConfigError
+from zoo.registry import discovery
 from zoo_plugins.datasets.synthetic import (
     AGREEMENT,
     CASES,
@@ -25,10 +29,6 @@ from zoo_plugins.datasets.synthetic import (
     target_words,
     toy_language,
 )
-
-from zoo import registry
-from zoo.config.checks import ConfigError
-from zoo.registry import discovery
 
 discovery.discover()
 

@@ -17,11 +17,11 @@ import torch
 from torch import nn
 
 from zoo import register
-from zoo.contracts import Scorer
+from zoo.contracts import Attention
 
 
 @register("attention", "negdist")
-class NegativeDistance(Scorer):
+class NegativeDistance(Attention):
     """Negative squared distance between query and key."""
 
     @dataclass

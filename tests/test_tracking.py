@@ -19,8 +19,8 @@ import pytest
 from conftest import TINY, fork_zoo
 from omegaconf import OmegaConf
 
-from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
-from zoo.training.tracking import final_metrics, one_wandb_run_per_job, run_group
+from zoo.run.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+from zoo.run.tracking import final_metrics, one_wandb_run_per_job, run_group
 
 CURVE = (TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM)
 

@@ -72,7 +72,8 @@ class Seq2Seq(nn.Module):
             posenc=cfg["posenc"],
             **decoder_kwargs,
         )
-        if cfg.get("model", {}).get("share_embeddings", False):
+        network = cfg.get("network") or cfg.get("model") or {}  # runs saved before zoo 0.2 call the section model
+        if network.get("share_embeddings", False):
             self._share_embeddings(source.vocab_size, tgt_vocab_size)
 
     def _share_embeddings(self, src_vocab_size: int, tgt_vocab_size: int) -> None:
@@ -81,12 +82,13 @@ class Seq2Seq(nn.Module):
         target = getattr(getattr(self.decoder, "target", None), "embedding", None)
         if source is None or target is None:
             raise AssemblyError(
-                f"model.share_embeddings needs a token frontend and a decoder with a target embedding; "
+                f"network.share_embeddings needs a token frontend and a decoder with a target embedding; "
                 f"frontend '{self.names['frontend']}' or decoder '{self.names['decoder']}' has none"
             )
         if src_vocab_size != tgt_vocab_size or source.weight.shape != target.weight.shape:
             raise AssemblyError(
-                f"model.share_embeddings: frontend '{self.names['frontend']}' embeds {tuple(source.weight.shape)} but "
+                f"network.share_embeddings: frontend '{self.names['frontend']}' embeds {tuple(source.weight.shape)} "
+                "but "
                 f"decoder '{self.names['decoder']}' embeds {tuple(target.weight.shape)}; set task.joint_vocab=true and "
                 "make frontend.dim equal the decoder's embedding size"
             )

@@ -34,7 +34,7 @@ from zoo.checks.inputs import (
     target_ids,
 )
 from zoo.checks.shapes import output_problem
-from zoo.contracts import EncoderOutput, Scorer
+from zoo.contracts import Attention, EncoderOutput
 from zoo.nn.attention import attend
 
 
@@ -237,7 +237,7 @@ def check_decoder_reorder(name: str, scorer: str, posenc: str, layout: str, tmp:
 
 
 def check_decoder_prepares_keys_once(name: str, scorer: str, posenc: str, layout: str, tmp: Path) -> None:
-    """Key-side work over the source (Scorer.prepare_keys) is done at most once per sentence: once in a
+    """Key-side work over the source (Attention.prepare_keys) is done at most once per sentence: once in a
     teacher-forced pass, not per target position, and once in init_cache, not per generated token
     (a latent key/value cache is decompressed, and so prepared, at every step by design)."""
     seeded()
@@ -261,7 +261,7 @@ def count_source_key_preparations(decoder) -> dict[str, int]:
     here is that long: T < S), including those its own forward makes. Returns the live counts by module name."""
     counts: dict[str, int] = {}
     for module_name, module in decoder.named_modules():
-        if isinstance(module, Scorer):
+        if isinstance(module, Attention):
             counts[module_name] = 0
             module.prepare_keys = _counted(module.prepare_keys, counts, module_name)  # an instance attribute
     return counts

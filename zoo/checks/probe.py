@@ -17,7 +17,7 @@ from torch import nn
 from zoo.checks.case import ContractViolation
 from zoo.checks.inputs import example_source
 from zoo.checks.shapes import output_problem
-from zoo.contracts import BOS, Decoder, Encoder, Frontend, PositionalEncoding, Scorer
+from zoo.contracts import BOS, Attention, Decoder, Encoder, Frontend, PosEnc
 from zoo.errors import ZooError
 from zoo.model import Seq2Seq
 from zoo.registry import get
@@ -71,7 +71,7 @@ class ContractWatch:
     """Forward hooks on every component of a model that check its outputs against its inputs, and a stack of
     the components running, so an error raised inside one names it."""
 
-    CHECKED = (Scorer, Frontend, Encoder, Decoder, PositionalEncoding)
+    CHECKED = (Attention, Frontend, Encoder, Decoder, PosEnc)
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model

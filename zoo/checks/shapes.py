@@ -7,12 +7,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.contracts import Encoder, Frontend, PositionalEncoding, Scorer
+from zoo.contracts import Attention, Encoder, Frontend, PosEnc
 
 
 def output_problem(module: nn.Module, inputs: tuple, output: Any) -> str:
     """What is wrong with ``output`` for a component of this kind called with ``inputs``, or ""."""
-    if isinstance(module, Scorer) and len(inputs) == 2:
+    if isinstance(module, Attention) and len(inputs) == 2:
         q, k = inputs
         want = (*q.shape[:3], k.shape[2])
         if tuple(output.shape) != want:
@@ -22,7 +22,7 @@ def output_problem(module: nn.Module, inputs: tuple, output: Any) -> str:
         want = (x.shape[0], x.shape[1], module.output_dim)
         if tuple(x.shape) != want or mask.shape != x.shape[:2] or mask.dtype != torch.bool:
             return f"x {tuple(x.shape)} and mask {tuple(mask.shape)} {mask.dtype}, expected (B, S, output_dim) = {want}"
-    elif isinstance(module, PositionalEncoding) and inputs:
+    elif isinstance(module, PosEnc) and inputs:
         if output.shape != inputs[0].shape:
             return f"{tuple(output.shape)}, expected the input's shape {tuple(inputs[0].shape)}"
     elif isinstance(module, Encoder):

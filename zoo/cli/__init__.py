@@ -76,7 +76,7 @@ def all_commands(run_dir: str | None = None) -> dict[str, tuple[str, str]]:
     of its task, whose plugin folder the run alone may record."""
     if run_dir is not None and os.path.isfile(os.path.join(run_dir, "config.yaml")):
         from zoo.config.files import load_yaml
-        from zoo.training.provenance import load_run_plugins
+        from zoo.run.provenance import load_run_plugins
 
         load_run_plugins(Path(run_dir), load_yaml(Path(run_dir) / "config.yaml"))
     names = list(COMMANDS)

@@ -34,12 +34,12 @@ def run(args: list[str], description: str) -> None:
     run_dir, paths, default_out = _sources(opts)
     out = Path(opts.out) if opts.out else default_out
     _check_out(out, opts.force)
-    from zoo.training.rundir import refuse_live_run
+    from zoo.run.claim import refuse_live_run
 
     refuse_live_run(out, "write the average outside it (--out), or once that process has ended")
 
+    from zoo.run.layout import CHECKPOINTS_DIR
     from zoo.training.averaging import average_checkpoints, write_checkpoint
-    from zoo.training.layout import CHECKPOINTS_DIR
 
     averaged = average_checkpoints(paths)
     write_checkpoint(averaged, out)
@@ -74,8 +74,8 @@ def _sources(opts) -> tuple[Path | None, list[Path], Path | None]:
 
 def _run_snapshots(run_dir: Path, last: int | None, best: int | None) -> tuple[list[Path], Path]:
     """The run's kept snapshots that ``--last``/``--best`` choose (all without either) and the default output."""
-    from zoo.training.layout import AVERAGE_OF_FILE, CONFIG_FILE, SNAPSHOTS_DIR
-    from zoo.training.rundir import refuse_live_run
+    from zoo.run.claim import refuse_live_run
+    from zoo.run.layout import AVERAGE_OF_FILE, CONFIG_FILE, SNAPSHOTS_DIR
     from zoo.training.snapshots import BEST, LAST, choose, read_index
 
     if not (run_dir / CONFIG_FILE).is_file():

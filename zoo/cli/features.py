@@ -23,7 +23,7 @@ import torch
 from zoo.cli.args import CommandParser, train_config
 from zoo.data.features import DEFAULT_DTYPE, DTYPES, FeatureTable, check_new, write_features
 from zoo.errors import ZooError
-from zoo.training.rundir import refuse_live_run
+from zoo.run.claim import refuse_live_run
 
 CHUNK = 256  # images decoded at a time
 BATCH = 32  # images per backbone pass

@@ -1,6 +1,6 @@
 """SIGINT and SIGTERM for every ``zoo`` command: exit 128 + the signal with one line, never a traceback.
 
-``zoo train`` answers signals itself once its job has started (:mod:`zoo.training.interruptions`, which
+``zoo train`` answers signals itself once its job has started (:mod:`zoo.run.interruptions`, which
 puts this handler back when the job ends); before that, and in every other command (``translate`` and
 ``caption`` while they predict, ``compare``, ``dashboard``), a signal stops the command at once. A process
 forked from the command (the worker of ``zoo prepare``) leaves signals to it: the command stops it as it stops.

@@ -14,6 +14,7 @@ RENAMED = {
     "decode.max_len_ratio": "task.max_len_ratio",
     "decode.max_len_offset": "task.max_len_offset",
     "length_buckets": "task.length_buckets",
+    "model.share_embeddings": "network.share_embeddings",  # model= is the recipe group; the section is network
 }
 
 #: old group choice -> the override that replaces it

@@ -25,7 +25,7 @@ from zoo.config.sections import (
     DataConfig,
     DecodeConfig,
     LoggerConfig,
-    ModelConfig,
+    NetworkConfig,
     OptimConfig,
     ScstConfig,
     TrainerConfig,
@@ -93,18 +93,18 @@ ZooConfig = dataclasses.make_dataclass(
             field(default=None),
         ),  # the metric that picks checkpoints and stops early; null: the task's
         ("paths", Any, field(default_factory=dict)),
-        # resume=RUN_DIR continues that run in its directory with its saved config (zoo.training.resume);
+        # resume=RUN_DIR continues that run in its directory with its saved config (zoo.run.resume);
         # resume_mode: null means must with ``resume`` and never without it.
         ("resume", str | None, field(default=None)),
         ("resume_mode", ResumeMode | None, field(default=None)),
         # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
         ("test", bool, field(default=True)),
-        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
+        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (zoo/conf/search)
         # A run directory (the weights its test scored) or a .ckpt file of the same task, data and network: the run
-        # starts from its weights (zoo.training.initial); a resumed run continues from its own last.ckpt instead.
+        # starts from its weights (zoo.training.init_from); a resumed run continues from its own last.ckpt instead.
         ("init_from", str | None, field(default=None)),
         ("data", DataConfig, field(default_factory=DataConfig)),
-        ("model", ModelConfig, field(default_factory=ModelConfig)),
+        ("network", NetworkConfig, field(default_factory=NetworkConfig)),
         ("optim", OptimConfig, field(default_factory=OptimConfig)),
         ("trainer", TrainerConfig, field(default_factory=TrainerConfig)),
         ("decode", DecodeConfig, field(default_factory=DecodeConfig)),
@@ -117,7 +117,7 @@ ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optiona
 
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
 
-#: The plain sections (data, model, optim, trainer, decode, scst, logger) and their dataclasses.
+#: The plain sections (data, network, optim, trainer, decode, scst, logger) and their dataclasses.
 PLAIN_SECTIONS: dict[str, type] = {
     f.name: f.type for f in dataclasses.fields(ZooConfig) if dataclasses.is_dataclass(f.type)
 }

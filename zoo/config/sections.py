@@ -34,7 +34,7 @@ class DataConfig:
 
 
 @dataclass
-class ModelConfig:
+class NetworkConfig:
     # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs task.joint_vocab=true
     # and a target embedding of the frontend's width.
     share_embeddings: bool = False

@@ -28,10 +28,10 @@ from zoo.config.schema import ResumeMode, ZooConfig, check_keys
 from zoo.data.datamodule import build_task
 from zoo.errors import ZooError, first_line
 from zoo.registry import GROUP_KINDS, get
+from zoo.run.resume import resume_mode
 from zoo.training.evaluation import MetricSuite
-from zoo.training.initial import read_initial
+from zoo.training.init_from import read_initial
 from zoo.training.loggers import check_tracking_server
-from zoo.training.resume import resume_mode
 
 #: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
 PLAIN_SECTIONS: dict[str, type] = {

@@ -19,13 +19,13 @@ from zoo.contracts.data import (
 )
 from zoo.contracts.metric import Metric
 from zoo.contracts.model import (
+    Attention,
     Decoder,
     DecoderOutput,
     Encoder,
     EncoderOutput,
     Frontend,
-    PositionalEncoding,
-    Scorer,
+    PosEnc,
 )
 from zoo.contracts.task import PredictCommand, Task
 
@@ -49,6 +49,13 @@ __all__ = [
     "Encoder",
     "EncoderOutput",
     "Frontend",
-    "PositionalEncoding",
-    "Scorer",
+    "PosEnc",
+    "Attention",
 ]
+
+
+def __getattr__(name: str):
+    """The bases' old names (``Scorer``, ``PositionalEncoding``) still work, with a warning naming the new one."""
+    from zoo.api._moved import moved_name
+
+    return moved_name(__name__, name)

@@ -55,7 +55,7 @@ class Frontend(nn.Module):
         return None
 
 
-class PositionalEncoding(nn.Module):
+class PosEnc(nn.Module):
     """Built as ``cls(cfg, dim=D, heads=H)``.
 
     Absolute kinds add to vectors in ``forward(x (B, T, D), offset) -> (B, T, D)``;
@@ -82,7 +82,7 @@ class PositionalEncoding(nn.Module):
         return None
 
 
-class Scorer(nn.Module):
+class Attention(nn.Module):
     """Raw attention scores. Built as ``cls(cfg, query_dim=dq, key_dim=dk, heads=H)``.
 
     ``forward(q (B, H, T, dq), k (B, H, S, dk)) -> scores (B, H, T, S)``.

@@ -30,7 +30,7 @@ from zoo.config.files import RESTORE
 from zoo.contracts import Task
 from zoo.errors import ZooError, first_line
 from zoo.registry.kinds import GROUP_KINDS
-from zoo.training.layout import AVERAGE_CHECKPOINT, CHECKPOINTS_DIR, CONFIG_FILE, SUMMARY_FILE
+from zoo.run.layout import AVERAGE_CHECKPOINT, CHECKPOINTS_DIR, CONFIG_FILE, SUMMARY_FILE
 
 #: The config sections that decide what a checkpoint's weights mean (see the module docstring).
 MEANING_SECTIONS: tuple[str, ...] = (*(group for kind in GROUP_KINDS for group in kind.groups), "model")

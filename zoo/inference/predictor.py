@@ -66,7 +66,7 @@ class Predictor:
         (absolute), else the copies of their sources saved in the run (``plugins/``); a component still
         missing is an error naming it, where it came from and how to get it."""
         from zoo.data.datamodule import build_task
-        from zoo.training.provenance import PluginMissing, load_run_plugins
+        from zoo.run.provenance import PluginMissing, load_run_plugins
 
         run_dir = Path(run_dir)
         config_file = run_dir / "config.yaml"
@@ -223,7 +223,7 @@ class Predictor:
     def _with_wandb(self, write: Any, source: Any) -> Any:
         """Call a writer of :mod:`zoo.viz` for a usable ``source``, logging to W&B when the training run did."""
         read = self.check(source)  # before a folder or a W&B run is made for it
-        from zoo.training.rundir import refuse_live_run
+        from zoo.run.claim import refuse_live_run
 
         refuse_live_run(self.run_dir, "draw its attention once that process has ended")
         wandb_run = self._wandb_run("attention")

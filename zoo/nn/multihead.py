@@ -25,9 +25,9 @@ through ``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel); m
 and biases mean exactly the same on both paths.
 
 Cross-attention's keys are fixed for a whole sentence, so the scorer's key-side
-work (:meth:`zoo.contracts.Scorer.prepare_keys`, e.g. additive attention's W_k k)
+work (:meth:`zoo.contracts.Attention.prepare_keys`, e.g. additive attention's W_k k)
 is done once, when the memory is projected, and every decoding step scores with
-:meth:`~zoo.contracts.Scorer.score_prepared`.
+:meth:`~zoo.contracts.Attention.score_prepared`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.contracts import PositionalEncoding, Scorer
+from zoo.contracts import Attention, PosEnc
 from zoo.nn.attention import attend, attention_mask
 from zoo.registry import build
 
@@ -70,7 +70,7 @@ class MultiHeadAttention(nn.Module):
     every cached position again, and W_k cannot be absorbed into W_q.
 
     Cross-attention with a scorer that prepares its keys (``prepares_keys``: one that
-    overrides :meth:`~zoo.contracts.Scorer.prepare_keys`, e.g. ``additive``) caches the
+    overrides :meth:`~zoo.contracts.Attention.prepare_keys`, e.g. ``additive``) caches the
     prepared keys instead of the keys; with a latent the cache stays the latent, and the
     keys are decompressed and prepared at every use.
     """
@@ -115,7 +115,7 @@ class MultiHeadAttention(nn.Module):
         self.scorer = build("attention", scorer_cfg, query_dim=self.head_dim, key_dim=self.head_dim, heads=heads)
         self.fused = self.scorer.fused_sdpa
         #: Whether the scorer has key-side work to do once per memory rather than at every step.
-        self.prepares_keys = type(self.scorer).prepare_keys is not Scorer.prepare_keys
+        self.prepares_keys = type(self.scorer).prepare_keys is not Attention.prepare_keys
 
     def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         """(B, T, heads * head_dim) -> (B, heads, T, head_dim), a view."""
@@ -157,7 +157,7 @@ class MultiHeadAttention(nn.Module):
         key_mask: torch.Tensor | None = None,
         *,
         causal: bool = False,
-        posenc: PositionalEncoding | None = None,
+        posenc: PosEnc | None = None,
         q_offset: int = 0,
         cache: dict[str, torch.Tensor] | None = None,
         need_weights: bool = False,

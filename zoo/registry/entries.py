@@ -200,7 +200,7 @@ _store_preset_groups()
 def register(kind: str, name: str) -> Callable[[type], type]:
     """Class decorator: ``@register("attention", "cosine")``.
 
-    The class must subclass its kind's base in :mod:`zoo.contracts` (``Scorer`` for ``attention``) and have a
+    The class must subclass its kind's base in :mod:`zoo.contracts` (``Attention`` for ``attention``) and have a
     nested ``@dataclass Config`` whose fields all have defaults: checked here, at import, so a plugin that breaks
     the contract is named before any config is composed.
     """

@@ -53,7 +53,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "posenc",
         "none",
-        "PositionalEncoding",
+        "PosEnc",
         "x (B, T, D) -> x with positions, or hooks inside attention",
         in_model=True,
     ),
@@ -68,7 +68,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "attention",
         "additive",
-        "Scorer",
+        "Attention",
         "queries (B, H, T, d), keys (B, H, S, d) -> scores (B, H, T, S)",
         in_model=True,
         optional_groups=("self_attention", "cross_attention"),
@@ -85,13 +85,20 @@ OPTIONAL_GROUPS: dict[str, str] = {group: kind.name for kind in GROUP_KINDS for 
 MODEL_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS if kind.in_model)
 
 
+#: What users call a kind by its base class's or its parts' names -> the kind's name.
+OTHER_NAMES = {"scorer": "attention", "positional_encoding": "posenc"}
+
+
 def kind(name: str) -> Kind:
-    """The declaration of kind ``name``; an unknown name lists the kinds."""
+    """The declaration of kind ``name``; an unknown name lists the kinds (or names the kind it means)."""
     for declared in KINDS:
         if declared.name == name:
             return declared
     from zoo.config.suggest import did_you_mean, with_hint
     from zoo.registry.entries import RegistryError
+
+    if name in OTHER_NAMES:
+        raise RegistryError(f"the kind '{name}' is called '{OTHER_NAMES[name]}': register('{OTHER_NAMES[name]}', NAME)")
 
     raise RegistryError(
         with_hint(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zoo.report.runs import Run
-from zoo.training.identity import NOT_IN_CONFIG_KEY
+from zoo.run.identity import NOT_IN_CONFIG_KEY
 
 #: Cost columns: summary key path -> column name.
 COSTS = {

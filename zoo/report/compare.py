@@ -36,8 +36,8 @@ from zoo.report.stats import (
     scorer_for,
 )
 from zoo.report.terminal import draw
+from zoo.run.claim import refuse_live_run
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
-from zoo.training.rundir import refuse_live_run
 
 FORMATS = ("table", "markdown", "csv", "json")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).

@@ -20,9 +20,9 @@ from typing import Any
 from zoo.report.bands import metric_bounds
 from zoo.report.compare import Leaderboard
 from zoo.report.runs import Curve, Run
+from zoo.run.identity import NOT_IN_CONFIG_KEY
+from zoo.run.layout import METRICS_FILE, SUMMARY_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 from zoo.search.report import search_record
-from zoo.training.identity import NOT_IN_CONFIG_KEY
-from zoo.training.layout import METRICS_FILE, SUMMARY_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
 #: Significant digits kept of a logged value: float32's, the precision Lightning logs in.
 SIGNIFICANT = 7

@@ -21,7 +21,7 @@ from pathlib import Path
 from zoo.report.aggregate import Group, run_order
 from zoo.report.compare import Leaderboard
 from zoo.report.runs import Run
-from zoo.training.layout import ATTENTION_DIR, EXPLORER_FILE
+from zoo.run.layout import ATTENTION_DIR, EXPLORER_FILE
 
 #: Sources shown (rows).
 SOURCES = 4

@@ -13,8 +13,8 @@ from typing import Any
 
 from zoo.config.suggest import did_you_mean
 from zoo.errors import ZooError
-from zoo.training.layout import LOCK_FILE, METRICS_FILE, SUMMARY_FILE
-from zoo.training.rundir import lock_held
+from zoo.run.claim import lock_held
+from zoo.run.layout import LOCK_FILE, METRICS_FILE, SUMMARY_FILE
 
 #: The resolved config a run wrote, and the Hydra config with its group choices.
 CONFIG_FILE = "config.yaml"

@@ -46,8 +46,7 @@ from zoo.report.html import asset, render
 from zoo.report.html import sections as drawn_sections
 from zoo.report.live import Watch, run_labels
 from zoo.report.runs import Run, find_runs
-from zoo.search.report import search_families
-from zoo.training.layout import (
+from zoo.run.layout import (
     ATTENTION_DIR,
     CONFIG_FILE,
     EXPLORER_FILE,
@@ -58,6 +57,7 @@ from zoo.training.layout import (
     SUMMARY_FILE,
     TEST_ITEMS_FILE,
 )
+from zoo.search.report import search_families
 
 #: Where the page loads Plotly from: a new Plotly is a new address, so the browser may keep this one for good.
 PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.js"

@@ -39,7 +39,7 @@ from scipy import stats as distributions
 
 from zoo.registry import build, names
 from zoo.report.runs import Run
-from zoo.training.layout import TEST_ITEMS_FILE
+from zoo.run.layout import TEST_ITEMS_FILE
 
 SAMPLES = 1000  # bootstrap draws of the test items
 SEED = 12345

@@ -42,6 +42,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.config.overrides import parse_overrides
 from zoo.errors import ZooError, first_line, one_line_reason, report
+from zoo.run.identity import RECORDING_SETTINGS
 from zoo.search import STUDY_FILE
 from zoo.search.space import (
     SINGLE_STUDY,
@@ -55,7 +56,6 @@ from zoo.search.space import (
     read_space,
     study_name,
 )
-from zoo.training.identity import RECORDING_SETTINGS
 
 log = logging.getLogger("zoo.search")
 
@@ -357,7 +357,7 @@ class Search:
     def job_number(self, stored: Any, key: str, cfg: DictConfig) -> int:
         """The job number recorded for ``key`` when its directory can still be resumed, else a new one."""
         from zoo.config.schema import ResumeMode
-        from zoo.training.rundir import RunDirRefused, check_run_dir
+        from zoo.run.claim import RunDirRefused, check_run_dir
 
         attr = f"job/{key}"
         number = stored.user_attrs.get(attr)
@@ -497,7 +497,7 @@ def trial_flops(folder: Path | None) -> float:
     """The training FLOPs a trial's run recorded (failed and stopped runs record what they spent; 0: none)."""
     import json
 
-    from zoo.training.layout import SUMMARY_FILE
+    from zoo.run.layout import SUMMARY_FILE
 
     try:
         summary = json.loads((folder / SUMMARY_FILE).read_text()) if folder else {}

@@ -16,8 +16,8 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.contracts import PAD
 from zoo.disk import disk_full, no_space
-from zoo.training.interruptions import Interruptions
-from zoo.training.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
+from zoo.run.interruptions import Interruptions
+from zoo.run.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 
 
 def target_tokens(batch: dict) -> int:
@@ -51,7 +51,7 @@ class Throughput(Callback):
 
 class TrainingCurves(Callback):
     """The training loss, learning rate and gradient norm of every ``every_n_steps``-th optimiser step, to every
-    logger (``metrics.csv`` and the trackers), under the names :mod:`zoo.training.layout` declares, with any other
+    logger (``metrics.csv`` and the trackers), under the names :mod:`zoo.run.layout` declares, with any other
     value the step returns beside its loss under its own name (self-critical training's reward and baseline).
 
     The step of index ``i`` (``trainer.global_step`` before its update: the ``step`` Lightning gives a row) is
@@ -159,13 +159,13 @@ class LastCheckpoint(Checkpoint):
 
     Written after every validation (after ``best.ckpt``: Lightning runs checkpoint callbacks last, in
     order), after the last training step, after a step once ``every_minutes`` have passed since the
-    previous one, and when a signal asks training to stop (:class:`~zoo.training.interruptions.Interruptions`
+    previous one, and when a signal asks training to stop (:class:`~zoo.run.interruptions.Interruptions`
     received it during training: SIGINT, SIGTERM, or in a submitit job its pre-emption signal, which
     submitit would otherwise answer by requeueing the job at once, without a checkpoint). The step under
     way ends, with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own
     (the end of a training batch, the end of a validation), then Lightning's own SIGTERM stop
     (``SIGTERMException``) ends training and :func:`zoo.training.run.fit` turns it into
-    :class:`~zoo.training.interruptions.RunInterrupted`. The random states (python, numpy, torch) go into
+    :class:`~zoo.run.interruptions.RunInterrupted`. The random states (python, numpy, torch) go into
     the checkpoint and are set again before the first resumed step.
     """
 

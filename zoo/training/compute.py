@@ -41,7 +41,7 @@ FLOPS_METHOD = (
 
 class ComputeMeter(Callback):
     """Counts this process's training FLOPs and processor-seconds since its segment started (the run record adds
-    up the segments, :mod:`zoo.training.record`); under DDP every process does the same work, so the run's
+    up the segments, :mod:`zoo.run.record`); under DDP every process does the same work, so the run's
     FLOPs are one process's times the processes."""
 
     def __init__(self) -> None:

@@ -4,7 +4,7 @@
 overrides and ``__main__.__spec__`` names this module, so Lightning's DDP launcher, which reruns
 ``python -m <__main__.__spec__.name> <sys.argv[1:]>``, reruns this entry, not the CLI. Every process
 discovers plugins itself, before composing (command line) and again in the task (a pickled config).
-Every job first claims its directory (:mod:`zoo.training.rundir`): Hydra itself writes nothing there.
+Every job first claims its directory (:mod:`zoo.run.claim`): Hydra itself writes nothing there.
 """
 
 from __future__ import annotations
@@ -98,15 +98,15 @@ def train_job(cfg: DictConfig) -> float | None:
     is the one that chose the checkpoint (``summary.json``'s ``best_val``, in the metric's own direction).
 
     The job's directory is claimed before anything else (new or empty, locked from the job's first
-    write until it ends; see :mod:`zoo.training.rundir`), so a refused start changes nothing in it.
+    write until it ends; see :mod:`zoo.run.claim`), so a refused start changes nothing in it.
     In a sweep, a failed job is recorded as failed in its ``summary.json`` under that lock.
     """
     # Imported here: `--help`, `--cfg` and a sweep's launching process never need Lightning.
     from lightning.pytorch.utilities import rank_zero_only
 
-    from zoo.training.interruptions import RunInterrupted
-    from zoo.training.resume import resume_mode
-    from zoo.training.rundir import claim_run_dir
+    from zoo.run.claim import claim_run_dir
+    from zoo.run.interruptions import RunInterrupted
+    from zoo.run.resume import resume_mode
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     writes = rank_zero_only.rank == 0  # DDP ranks > 0 run in rank 0's directory: they neither check nor write it
@@ -142,7 +142,7 @@ def task(cfg: DictConfig) -> float | None:
     if HydraConfig.get().mode != RunMode.MULTIRUN:
         with one_line_errors():
             return train_job(cfg)
-    from zoo.training.rundir import RunDirRefused
+    from zoo.run.claim import RunDirRefused
 
     try:
         return train_job(cfg)
@@ -164,9 +164,9 @@ def record_refused_job(run_dir: Path, reason: str) -> None:
 
     Called only while the job holds (has locked) its directory, so it was new or empty.
     """
-    from zoo.training.identity import SCHEMA_VERSION
-    from zoo.training.layout import SUMMARY_FILE
-    from zoo.training.record import write_json_atomic
+    from zoo.run.identity import SCHEMA_VERSION
+    from zoo.run.layout import SUMMARY_FILE
+    from zoo.run.record import write_json_atomic
 
     if not (run_dir / SUMMARY_FILE).exists():
         overrides = list(HydraConfig.get().overrides.task)
@@ -338,7 +338,7 @@ def runs_here(overrides: list[str]) -> bool:
     return not any(o == f"hydra/launcher={name}" for o in overrides for name in REMOTE_LAUNCHERS)
 
 
-#: The launcher plugins zoo's presets (conf/hydra/launcher) build on, by the config each registers: its pip name
+#: The launcher plugins zoo's presets (zoo/conf/hydra/launcher) build on, by the config each registers: its pip name
 #: and zoo's extra that installs it.
 LAUNCHER_PLUGINS = {
     "joblib": ("hydra-joblib-launcher", "parallel"),
@@ -366,7 +366,7 @@ def check_launcher(overrides: list[str]) -> None:
         ) from None
 
 
-#: The sweepers zoo's presets (conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
+#: The sweepers zoo's presets (zoo/conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
 SWEEPER_PACKAGES = {"optuna": ("optuna", "search")}
 
 
@@ -414,11 +414,11 @@ def register_sweeper() -> None:
 def main(overrides: list[str] | None = None) -> None:
     """Train with Hydra ``overrides`` (default: this process's arguments).
 
-    ``resume=RUN_DIR`` composes the run's own overrides with these (:func:`zoo.training.resume.resume_overrides`). A run
+    ``resume=RUN_DIR`` composes the run's own overrides with these (:func:`zoo.run.resume.resume_overrides`). A run
     stopped by SIGINT or SIGTERM (its ``last.ckpt`` written) ends the process with one line saying how
     to resume it, and exit status 128 + the signal's number.
     """
-    from zoo.training.resume import resume_overrides
+    from zoo.run.resume import resume_overrides
 
     if started_rank():
         follow_job()
@@ -437,7 +437,7 @@ def main(overrides: list[str] | None = None) -> None:
             overrides = ranges_added(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
-    from zoo.training.interruptions import RunInterrupted
+    from zoo.run.interruptions import RunInterrupted
 
     try:
         task()

@@ -15,8 +15,8 @@ from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig
 
 from zoo.errors import ZooError
-from zoo.training.layout import METRICS_FILE
-from zoo.training.tracking import components, flat_config, run_group, run_name, run_tags
+from zoo.run.layout import METRICS_FILE
+from zoo.run.tracking import components, flat_config, run_group, run_name, run_tags
 
 
 @contextmanager
@@ -37,7 +37,7 @@ def wandb_mode(logger_cfg: Any) -> str:
 
 def make_loggers(cfg: DictConfig, run_dir: Path, wandb_run_id: str | None = None) -> list:
     """CSV into the run directory always; each tracker switched on in ``logger`` beside it (W&B's run with the id
-    the run's record names: :func:`zoo.training.tracking.wandb_run_id`)."""
+    the run's record names: :func:`zoo.run.tracking.wandb_run_id`)."""
     loggers: list = [CSVLogger(save_dir=str(run_dir), name="", version="")]
     if cfg.logger.wandb:
         loggers.append(wandb_logger(cfg, run_dir, wandb_run_id))

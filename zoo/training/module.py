@@ -16,8 +16,8 @@ from zoo.contracts import PAD, SourceDescription
 from zoo.decoding import generate
 from zoo.errors import ZooError
 from zoo.model import Seq2Seq
+from zoo.run.layout import TRAIN_BASELINE, TRAIN_LOSS, TRAIN_REWARD
 from zoo.training.evaluation import MetricSuite
-from zoo.training.layout import TRAIN_BASELINE, TRAIN_LOSS, TRAIN_REWARD
 from zoo.training.schedule import warmup_then_decay
 from zoo.training.scst import Scst, step_section
 

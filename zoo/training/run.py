@@ -1,11 +1,11 @@
 """``zoo train``'s job, in the order it runs: prepare, build, fit, test, record.
 
 1. prepare: check the config (:func:`zoo.config.validate.validate`), then resolve what the job does with the run
-   already in its claimed directory (:func:`zoo.training.resume.plan_resume`). Nothing is written yet.
+   already in its claimed directory (:func:`zoo.run.resume.plan_resume`). Nothing is written yet.
 2. build: read the data (bad data is refused here, the directory still untouched), lock the directory, start the
    record (``summary.json`` says ``running``: from here on the directory holds a run), write the run's files
-   (:func:`zoo.training.provenance.write_run_files`), then the model (from ``init_from``'s weights where a run
-   starts: :mod:`zoo.training.initial`), callbacks, loggers and the Trainer.
+   (:func:`zoo.run.provenance.write_run_files`), then the model (from ``init_from``'s weights where a run
+   starts: :mod:`zoo.training.init_from`), callbacks, loggers and the Trainer.
 3. fit: train, from ``last.ckpt`` when resuming; record what training measured.
 4. test: with checkpoint averaging (``trainer.average_last``/``average_best``), average the kept snapshots and
    validate the average; score it, else the best checkpoint, on the test split (unless ``test=false``).
@@ -35,25 +35,25 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.config.schema import ResumeMode
 from zoo.config.validate import validate
 from zoo.data.datamodule import ZooDataModule
+from zoo.run.claim import Claim, claim_run_dir
+from zoo.run.identity import run_identity
+from zoo.run.interruptions import Interruptions
+from zoo.run.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.run.provenance import write_run_files
+from zoo.run.record import RunRecord, validation_scores
+from zoo.run.resume import Resume, Verdict, plan_resume, resume_mode
+from zoo.run.summary import print_result, test_summary, training_summary, write_outputs
+from zoo.run.tracking import one_wandb_run_per_job, send_results, wandb_run_id
 from zoo.training.averaging import average_checkpoints, validation_prefers_average, write_checkpoint
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.compute import ComputeMeter, steps_for_budget
 from zoo.training.evaluation import MetricSuite
-from zoo.training.identity import run_identity
-from zoo.training.initial import check_initial, read_initial, start_from
-from zoo.training.interruptions import Interruptions
-from zoo.training.layout import AVERAGE_CHECKPOINT, BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.training.init_from import check_initial, read_initial, start_from
 from zoo.training.loggers import keep_earlier_metrics, make_loggers, unlogged
 from zoo.training.memory import memory_refusal
 from zoo.training.module import ZooModule
-from zoo.training.provenance import write_run_files
-from zoo.training.record import RunRecord, validation_scores
-from zoo.training.resume import Resume, Verdict, plan_resume, resume_mode
-from zoo.training.rundir import Claim, claim_run_dir
 from zoo.training.scst import step_section
 from zoo.training.snapshots import WeightSnapshots, averaging
-from zoo.training.summary import print_result, test_summary, training_summary, write_outputs
-from zoo.training.tracking import one_wandb_run_per_job, send_results, wandb_run_id
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,9 @@ log = logging.getLogger(__name__)
 def train(cfg: DictConfig) -> dict:
     """Run one training job in Hydra's output directory and return its summary.
 
-    The directory is claimed first (:func:`zoo.training.rundir.claim_run_dir`; the entry has claimed it already)
+    The directory is claimed first (:func:`zoo.run.claim.claim_run_dir`; the entry has claimed it already)
     and locked once the config and the data have passed their checks, so a refused start changes nothing in it.
-    SIGINT and SIGTERM are answered in every stage (:mod:`zoo.training.interruptions`). A finished run under
+    SIGINT and SIGTERM are answered in every stage (:mod:`zoo.run.interruptions`). A finished run under
     ``resume_mode=auto`` is skipped (its summary is returned).
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)

@@ -3,8 +3,8 @@
 
 At each validation, after its scores are logged and before ``best.ckpt`` and ``last.ckpt`` are written (Lightning
 runs checkpoint callbacks last), the weights are written as a weights-only checkpoint (no optimiser state; a file
-``zoo predict --checkpoint`` reads) under :data:`~zoo.training.layout.SNAPSHOTS_DIR` when they are among the last
-N, or the best N by the monitored metric, and :data:`~zoo.training.layout.SNAPSHOT_INDEX` lists the kept ones with
+``zoo predict --checkpoint`` reads) under :data:`~zoo.run.layout.SNAPSHOTS_DIR` when they are among the last
+N, or the best N by the monitored metric, and :data:`~zoo.run.layout.SNAPSHOT_INDEX` lists the kept ones with
 their steps and scores. The list is this callback's state, so ``last.ckpt`` holds it and a resumed run goes on with
 the snapshots it had.
 
@@ -22,8 +22,8 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.errors import ZooError
-from zoo.training.layout import SNAPSHOT_FILE, SNAPSHOT_INDEX, SNAPSHOTS_DIR
-from zoo.training.record import write_json_atomic
+from zoo.run.layout import SNAPSHOT_FILE, SNAPSHOT_INDEX, SNAPSHOTS_DIR
+from zoo.run.record import write_json_atomic
 
 #: Which snapshots a run keeps: its newest, or its best by the monitored validation metric.
 LAST, BEST = "last", "best"
@@ -52,7 +52,7 @@ class SnapshotIndexError(ZooError):
 
 
 def read_index(run_dir: Path) -> dict | None:
-    """A run's :data:`~zoo.training.layout.SNAPSHOT_INDEX` (``by``, ``keep``, ``monitor``, ``mode`` and the
+    """A run's :data:`~zoo.run.layout.SNAPSHOT_INDEX` (``by``, ``keep``, ``monitor``, ``mode`` and the
     ``snapshots``: ``step``, ``epoch``, ``score``, ``file``), or None when it kept none; one line naming the file when
     it is damaged."""
     path = run_dir / SNAPSHOT_INDEX

@@ -31,7 +31,7 @@ import numpy as np
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import ImageSource, Task
 from zoo.data.thumbnails import data_uri
-from zoo.training.layout import EXPLORER_FILE
+from zoo.run.layout import EXPLORER_FILE
 from zoo.viz.attention_maps import AXES, KINDS, SentenceAttention, sentence_attention
 from zoo.viz.explorer_page import render_page
 from zoo.viz.grid import ImageGrid

@@ -1,0 +1,20 @@
+"""Helpers for metrics: coco-caption's tokenisation and n-grams (:func:`tokenize_corpus`,
+:func:`ngram_counts`, :func:`signature`), :class:`MeanOfItems` (a metric whose corpus score is the mean of its
+items'), :class:`JavaScorer` (a pycocoevalcap Java scorer) with :class:`MetricUnavailableError` and
+:func:`java_scorer_unavailable`, :func:`reference_streams` and :func:`bleu_by_source_length`."""
+
+from zoo.metrics import bleu_by_source_length, reference_streams
+from zoo.metrics.coco import (
+    JavaScorer,
+    MeanOfItems,
+    MetricUnavailableError,
+    java_scorer_unavailable,
+    ngram_counts,
+    signature,
+    tokenize_corpus,
+)
+
+__all__ = [
+    "tokenize_corpus", "ngram_counts", "signature", "MeanOfItems", "JavaScorer", "MetricUnavailableError",
+    "java_scorer_unavailable", "reference_streams", "bleu_by_source_length",
+]  # fmt: skip
