@@ -26,9 +26,10 @@ cut into chunks of C tokens; within a chunk the (C, C) matrix of decayed scores 
 matrix (parallel, quadratic in C only), and between chunks the state is carried by the recurrence, once per chunk.
 That costs O(L C d + L d^2) time and O(L C) memory per head: linear in the length L where softmax attention is
 quadratic, with dense matrix products a token-by-token recurrence would lack. Every decay is taken as exp of a
-later cumulative log-gate minus an earlier one (an exponent <= 0), so nothing overflows; the price is that ``gla``,
-whose decay differs per key dimension, forms a (C, C, d_k) decay tensor per chunk, d_k times the scalar forms'
-memory (Yang et al. avoid it in their kernel by chunking again inside the chunk).
+later cumulative log-gate minus an earlier one (an exponent <= 0), so nothing overflows. ``gla``'s decay differs
+per key dimension, so its scores within a chunk need a (C, C, d_k) decay tensor; it is formed only within
+sub-chunks of :data:`SUB_CHUNK` tokens, each chunk being scanned chunkwise in turn (the secondary chunking of Yang
+et al., 2024), and gla still costs a few times the scalar forms on a CPU (benchmarks/linear_attention_speed.py).
 
 Non-causal self-attention (an encoder's): without decay, S and z are sums over all real tokens; with one, the
 causal scan plus the same scan over the reversed sequence, less each token's own term (counted in both), decays
@@ -59,6 +60,8 @@ from zoo.nn.transformer import Activation, NormPosition
 
 #: Added to the normaliser phi(q)^T z, which is 0 only when no real key precedes.
 EPS = 1e-6
+#: Sub-chunk length for decays per key dimension (gla): their decay tensor costs this times F numbers per token.
+SUB_CHUNK = 8
 #: The rank of gla's gate projection and the temperature tau of its gate (Yang et al., 2024).
 GATE_RANK, GATE_TEMPERATURE = 16, 16.0
 
@@ -104,14 +107,7 @@ def chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torc
         q, k, v, log_decay = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v, log_decay))
     q, k, v, g = (x.unflatten(2, (-1, chunk)) for x in (q, k, v, log_decay))  # (B, H, N, C, .)
     b = g.cumsum(3)  # log decay from the chunk's start to step i, inclusive
-    causal = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).tril()
-    # Within the chunk: key j reaches query i >= j decayed by exp(b_i - b_j).
-    decay = (b.unsqueeze(4) - b.unsqueeze(3)).masked_fill(~causal[:, :, None], -math.inf).exp()  # (B,H,N,C,C,1|F)
-    if g.shape[-1] == 1:
-        scores = (q @ k.transpose(-1, -2)) * decay[..., 0]
-    else:
-        scores = torch.einsum("...id,...jd,...ijd->...ij", q, k, decay)
-    out = scores @ v
+    out = within_chunks(q, k, v, g, b)
     # Between chunks: what each chunk adds to the state, carried forward by the recurrence once per chunk.
     last = b[..., -1:, :]  # (B, H, N, 1, 1|F)
     added = (k * (last - b).exp()).transpose(-1, -2) @ v  # (B, H, N, F, E)
@@ -121,6 +117,27 @@ def chunkwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torc
         states.append(kept[:, :, n] * states[-1] + added[:, :, n])
     out = out + (q * b.exp()) @ torch.stack(states, dim=2)  # the state at each chunk's start, decayed to step i
     return out.flatten(2, 3)[:, :, :length]
+
+
+def within_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """What each chunk's own keys give its queries: q, k (B, H, N, C, F), v (B, H, N, C, E), the log decays g and
+    their cumulative sums b within the chunk (B, H, N, C, 1|F) -> (B, H, N, C, E).
+
+    Key j reaches query i >= j decayed by exp(b_i - b_j): a (C, C) matrix of decayed scores, as attention's. A
+    decay per key dimension makes that a (C, C, F) tensor, C F numbers per token; so a chunk longer than
+    :data:`SUB_CHUNK` is itself scanned chunkwise, in sub-chunks of that length (Yang et al.'s secondary chunking).
+    """
+    batch, heads, chunks, chunk, _ = q.shape
+    if g.shape[-1] > 1 and chunk > SUB_CHUNK:
+        out = chunkwise(*(x.flatten(1, 2) for x in (q, k, v, g)), SUB_CHUNK)  # the chunks as a batch of sequences
+        return out.unflatten(1, (heads, chunks))
+    causal = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).tril()
+    decay = (b.unsqueeze(4) - b.unsqueeze(3)).masked_fill(~causal[:, :, None], -math.inf).exp()  # (B,H,N,C,C,1|F)
+    if g.shape[-1] == 1:
+        scores = (q @ k.transpose(-1, -2)) * decay[..., 0]
+    else:
+        scores = torch.einsum("...id,...jd,...ijd->...ij", q, k, decay)
+    return scores @ v
 
 
 def recurrent_step(

@@ -34,15 +34,15 @@ class EncoderLayer(nn.Module):
 
 @register("encoder", "linear_transformer")
 class LinearTransformerEncoder(Encoder):
-    """Transformer encoder with linear self-attention: O(S) time and memory in the source length S.
+    """Transformer encoder with linear self-attention: time and memory linear in the source length.
 
-    Each token reads phi(q)^T S / phi(q)^T z, where S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j) sum over the
-    real tokens (Katharopoulos et al., 2020): the S x S attention matrix is never formed. With ``gate=retention``
-    or ``gate=gla`` the keys on both sides are decayed by the gates between them (a forward and a backward scan;
-    zoo.api.layers.LinearAttention). The decays are symmetric in distance, so order comes from the absolute
-    position encoding the model adds to the input (posenc=sinusoidal or learned); relative posencs act inside a
-    softmax attention's scores, which this encoder has none of, and are refused. No scorer is used: phi(q) .
-    phi(k) is the score. No attention weights are formed, so none are returned.
+    Each token reads phi(q)^T S / phi(q)^T z, with S = sum_j phi(k_j) v_j^T and z = sum_j phi(k_j) summed over the
+    real tokens (Katharopoulos et al., 2020): no matrix of scores between all pairs of tokens is formed. With
+    ``gate=retention`` or ``gate=gla`` the keys on both sides are decayed by the gates between them (a forward and a
+    backward scan; zoo.api.layers.LinearAttention). A decay tells how far a key is, not on which side, so order
+    comes from the absolute position encoding the model adds to the input (posenc=sinusoidal or learned); relative
+    posencs act inside softmax scores, which this encoder has none of, and are refused. No scorer is used:
+    phi(q) . phi(k) is the score. No attention weights are formed, so none are returned.
 
     Its natural input width is ``d_model``; an input of another width first goes through a linear projection.
     ``forward(x (B, S, D_in), mask (B, S)) -> EncoderOutput`` with ``memory`` (B, S, d_model), zero at padding,
