@@ -64,6 +64,21 @@ def no_space(path: Path, needed: int, at_least: bool = False, advice: str = "fre
     )
 
 
+def full_disk(error: BaseException, folder: Path) -> DiskFullError | None:
+    """One line for a write that ran out of space anywhere in ``error``'s chain (the errors it was raised while
+    handling): the file it names, or at least ``folder``, with the space free; None for any other error. The
+    writers of large files say which file and how much it needed (:func:`no_space`); this covers every other write."""
+    while error is not None and not disk_full(error):
+        error = error.__cause__ or error.__context__
+    if error is None:
+        return None
+    where = Path(getattr(error, "filename", None) or folder)
+    return DiskFullError(
+        f"no space left to write {where}: its disk has {size_text(free_bytes(where))} free; free some "
+        "space or choose a folder on another disk, then run again"
+    )
+
+
 def reserve(path: Path, size: int) -> None:
     """Claim ``size`` bytes on disk for the file at ``path`` before it is written through a memory map: a mapped
     page that finds the disk full raises SIGBUS, which ends the process without a word. Where the OS cannot

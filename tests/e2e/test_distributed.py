@@ -2,7 +2,7 @@
 with a folder plugin.
 
 Each child process rebuilds the run from the environment and its command line alone, so these
-runs check that `zoo train` relaunches as `python -m zoo.training.entry` and that folder plugins
+runs check that `zoo train` relaunches as `python -m zoo.cli.train` and that folder plugins
 have importable module names.
 """
 

@@ -93,8 +93,8 @@ def test_a_preempted_job_writes_last_ckpt_is_requeued_and_resumes_in_its_directo
 def test_a_missing_launcher_plugin_is_one_line_naming_the_extra(monkeypatch):
     from hydra.core.config_store import ConfigStore
 
+    from zoo.cli.train_checks import CompositionError, check_composition
     from zoo.registry.discovery import discover
-    from zoo.training.entry import CompositionError, check_composition
 
     discover()
     check_composition(["-m", "hydra/launcher=slurm", "seed=1,2"])  # installed: composes (and registers its configs)

@@ -11,10 +11,10 @@ import pytest
 from helpers import TINY, fork_zoo
 from omegaconf import OmegaConf
 
-from zoo.config.validate import check_tracker_packages
 from zoo.errors import ZooError
 from zoo.run.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 from zoo.training.loggers import wandb_mode
+from zoo.training.preflight import check_tracker_packages
 from zoo.training.schedule import warmup_then_decay
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("loggers")]  # its module fixtures run once

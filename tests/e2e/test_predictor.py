@@ -11,7 +11,7 @@ from helpers.images import png
 import zoo
 from zoo.contracts.task import TaskError
 from zoo.inference import InputError, Predictor, RunLoadError
-from zoo.inference.checkpoints import mismatch
+from zoo.run.checkpoints import mismatch
 
 pytestmark = pytest.mark.slow
 

@@ -59,7 +59,7 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
 @pytest.mark.parametrize("path", list(SEEDED_COPIES), ids=[p.stem for p in SEEDED_COPIES])
 def test_a_preset_that_adds_seeds_composes_as_the_one_it_repeats(path: Path):
     """Hydra composes it (its defaults list included) into the configuration of the preset it repeats over seeds."""
-    from zoo.training.entry import compose_config
+    from zoo.config.compose import compose_config
 
     discover()
     repeated = SEEDED_COPIES[path]

@@ -15,8 +15,8 @@ from helpers.config import composed
 from helpers.runs import CAPTION_TINY
 from omegaconf import OmegaConf
 
+from zoo.config.sections import STEP_SETTINGS
 from zoo.run.resume import ResumeRefused, check_resume_config
-from zoo.training.scst import STEP_SETTINGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scst_runs")]  # its module fixtures run once
 

@@ -227,12 +227,12 @@ def test_a_search_without_a_space_stops_before_anything_runs(tmp_path):
 def test_without_optuna_the_sweeper_names_the_extra(monkeypatch):
     import importlib.util
 
-    from zoo.training import entry
+    from zoo.cli import train_checks
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else real(name, *a))
-    with pytest.raises(entry.CompositionError, match=r"pip install 'zoo\[search\]'"):
-        entry.check_sweeper(["-m", "hydra/sweeper=optuna", "search=gru"])
+    with pytest.raises(train_checks.CompositionError, match=r"pip install 'zoo\[search\]'"):
+        train_checks.check_sweeper(["-m", "hydra/sweeper=optuna", "search=gru"])
 
 
 # What each preset's family is where its model= recipe (zoo/conf/model) does not exist.
@@ -251,10 +251,10 @@ PRESETS = sorted(path.stem for path in (ROOT / "zoo" / "conf" / "search").glob("
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_search_preset_names_valid_ranges_of_its_family(name):
     """The preset reads as ranges of settings its family has, and both ends of every range pass validation."""
-    from zoo.config.validate import validate
+    from zoo.config.compose import compose_config
     from zoo.registry.discovery import discover
     from zoo.search.space import as_overrides
-    from zoo.training.entry import compose_config
+    from zoo.training.preflight import validate
 
     discover()
     recipe = ROOT / "zoo" / "conf" / "model" / f"{name}.yaml"

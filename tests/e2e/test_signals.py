@@ -28,7 +28,7 @@ PHASES = {
     "training": ("zoo.training.module", "ZooModule", "training_step"),
     "validation": ("zoo.training.module", "ZooModule", "validation_step"),
     "test": ("zoo.training.module", "ZooModule", "test_step"),
-    "outputs": ("zoo.training.run", None, "test_summary"),
+    "outputs": ("zoo.training.train", None, "test_summary"),
 }
 
 
@@ -75,7 +75,7 @@ def forkserver() -> multiprocessing.context.ForkServerContext:
     global _server
     if _server is None:
         _server = multiprocessing.get_context("forkserver")
-        _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.training.entry", "zoo.training.run"])
+        _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.cli.train", "zoo.training.train"])
     return _server
 
 
@@ -198,7 +198,7 @@ def test_a_signal_while_the_config_is_composed_exits_128_plus_it_with_one_line(t
         *TINY,
         f"hydra.run.dir={tmp_path / 'run'}",
         phase="composition",
-        where=("zoo.training.entry", None, "check_composition"),
+        where=("zoo.cli.train", None, "check_composition"),
     )
     assert status == 128 + signal.SIGTERM
     assert err.strip() == "zoo: interrupted: SIGTERM during zoo train" and not (tmp_path / "run").exists()

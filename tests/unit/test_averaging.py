@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers.checkpoints import assert_bit_identical, snapshot
 
-from zoo.inference.checkpoints import RunLoadError, checkpoint_file
+from zoo.run.checkpoints import RunLoadError, checkpoint_file
 from zoo.training.averaging import AveragingError, average_state_dicts, validation_prefers_average
 
 # ---------------------------------------------------------------------------------------------- the mean
@@ -169,7 +169,7 @@ def test_the_options_are_checked_and_kept_from_lightning():
 
     from zoo.config.checks import ConfigError
     from zoo.config.sections import TrainerConfig
-    from zoo.training.run import lightning_options
+    from zoo.training.trainer import lightning_options
 
     with pytest.raises(ConfigError, match="average_last=-1 must be >= 0; 0 turns averaging off"):
         TrainerConfig(average_last=-1)

@@ -6,8 +6,8 @@ import pytest
 from helpers.config import composed
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
-from zoo.config.validate import validate
 from zoo.data.sampling import DataError
+from zoo.training.preflight import validate
 
 
 def test_task_captioning_brings_scenes_a_cnn_and_no_encoder_unless_told_otherwise():

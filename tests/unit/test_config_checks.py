@@ -27,9 +27,9 @@ from zoo.config.checks import (
     positive,
     within_memory,
 )
-from zoo.config.validate import validate
 from zoo.nn.norms import Norm
 from zoo.registry.discovery import discover
+from zoo.training.preflight import validate
 
 discover()
 

@@ -17,7 +17,6 @@ from helpers.runs import CAPTION_TINY
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from zoo.config.checks import ConfigError
-from zoo.config.validate import validate
 from zoo.contracts import EOS, Metric, SourceDescription
 from zoo.data import references as references_module
 from zoo.data.datamodule import ZooDataModule
@@ -25,6 +24,7 @@ from zoo.data.references import TrainingReferences
 from zoo.decoding import sample
 from zoo.model import Seq2Seq
 from zoo.registry import build, default_config, discovery, get
+from zoo.training.preflight import validate
 from zoo.training.scst import Baseline, Scst, advantages, scst_loss, sequence_log_probs
 
 discovery.discover()

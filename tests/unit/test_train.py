@@ -11,9 +11,9 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from zoo.config.sections import TrainerConfig
-from zoo.run.summary import epochs_trained, parameter_counts
-from zoo.training.run import lightning_options
+from zoo.training.measures import epochs_trained, parameter_counts
 from zoo.training.schedule import warmup_then_decay
+from zoo.training.trainer import lightning_options
 
 
 def test_warmup_then_inverse_sqrt_and_cosine():

@@ -55,11 +55,11 @@ def train_config(overrides: list[str]):
     """The config ``zoo train OVERRIDES`` would run, checked as it checks it (plugins discovered first, renamed
     options refused with their new names, values validated): for commands that work on a run's data."""
     import zoo.config.schema  # noqa: F401  (stores the schema)
+    from zoo.config.compose import compose_config, plugin_dirs_from_overrides
     from zoo.config.presets import check_presets_not_repeated
     from zoo.config.renamed import check_renamed
-    from zoo.config.validate import validate
     from zoo.registry.discovery import discover
-    from zoo.training.entry import compose_config, plugin_dirs_from_overrides
+    from zoo.training.preflight import validate
 
     check_renamed(overrides)
     check_presets_not_repeated(overrides)

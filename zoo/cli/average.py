@@ -44,7 +44,7 @@ def run(args: list[str], description: str) -> None:
     averaged = average_checkpoints(paths)
     write_checkpoint(averaged, out)
     steps = ", ".join(str(source["step"]) for source in averaged["averaged_from"])
-    # a file in the run's checkpoints/ is named by its name alone (zoo.inference.checkpoints.checkpoint_file)
+    # a file in the run's checkpoints/ is named by its name alone (zoo.run.checkpoints.checkpoint_file)
     name = out.name if run_dir is not None and out.parent == run_dir / CHECKPOINTS_DIR else out
     print(
         f"wrote {out}: the mean of {len(paths)} checkpoints (steps {steps}); "

@@ -3,7 +3,7 @@
 OmegaConf rejects unknown fields, wrong types and (through :class:`Choice` fields)
 unknown options while it composes the config; ranges are the dataclasses' own
 business. Each helper reads one field and raises :class:`ConfigError` whose
-message starts with the field, so :func:`zoo.config.validate.validate` can prefix
+message starts with the field, so :func:`zoo.config.validate.check_sections` can prefix
 the section (``decode.beam_size=0 must be >= 1``). The same checks run when a
 component is built from Python, since ``registry.build`` constructs its Config.
 A field left at None (an Optional not set) passes every range check.
@@ -119,7 +119,7 @@ def within_memory(cfg: Any, fields: tuple[str, ...], nbytes: float, what: str) -
 
     Such a run could never allocate it: it would fail (or thrash, or be killed) after the data
     has loaded. ``nbytes`` is a lower bound the caller computes from ``fields``, which the message
-    names, the first one first (so :func:`zoo.config.validate.validate` can prefix the section).
+    names, the first one first (so :func:`zoo.config.validate.check_sections` can prefix the section).
     Only the impossible is refused: a GPU has less memory than its machine, so a run may still
     not fit there.
     """

@@ -1,7 +1,7 @@
 """The typed sections of the config that are not plugins: data, model, optim, trainer, decode, scst, logger.
 
 Each ``__post_init__`` checks its ranges (:mod:`zoo.config.checks`); OmegaConf does not
-call it while composing, :func:`zoo.config.validate.validate` does before a run starts.
+call it while composing, :func:`zoo.config.validate.check_sections` does before a run starts.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from typing import Any
 from zoo.config.checks import Choice, ConfigError, at_least, between, fraction, in_unit_interval, one_of, positive
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.decoding import LengthPenalty, Strategy
-from zoo.training.schedule import Schedule
-from zoo.training.scst import Baseline, reward_metric
 
 
 @dataclass
@@ -38,6 +36,18 @@ class NetworkConfig:
     # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs task.joint_vocab=true
     # and a target embedding of the frontend's width.
     share_embeddings: bool = False
+
+
+class Schedule(Choice):
+    """What follows the linear warmup of the learning rate (:mod:`zoo.training.schedule`)."""
+
+    inverse_sqrt = "inverse_sqrt"  # Vaswani et al. (2017)
+    cosine = "cosine"  # to zero at the last step (Loshchilov & Hutter, 2017)
+    constant = "constant"
+
+
+#: The settings of the learning rate's course, in ``optim`` and, for the SCST stage, in ``scst``.
+STEP_SETTINGS = ("lr", "warmup_steps", "schedule")
 
 
 @dataclass
@@ -65,9 +75,8 @@ ON_THE_CPU = "on the CPU use strategy=ddp (trainer=ddp_cpu: 2 processes) or auto
 
 @dataclass
 class TrainerConfig:
-    """Passed to ``lightning.Trainer`` as keyword arguments, except ``patience``, ``cpu_threads``,
-    ``checkpoint_every_minutes``, ``average_last`` and ``average_best`` (zoo's own: ``ZOO_TRAINER_FIELDS`` in
-    :mod:`zoo.training.run`)."""
+    """Passed to ``lightning.Trainer`` as keyword arguments, except zoo's own fields (``patience``, ``cpu_threads``,
+    ``checkpoint_every_minutes``, averaging and budgets: ``ZOO_TRAINER_FIELDS`` in :mod:`zoo.training.trainer`)."""
 
     # the default model reaches ~60 BLEU on the default synthetic data in 6 (about 2.5 min on 2 CPU cores)
     max_epochs: int = 6
@@ -203,12 +212,20 @@ class DecodeConfig:
         fraction(self, "top_p", "1 keeps every token")
 
 
+class Baseline(Choice):
+    """What a sample's reward is measured against (``scst.baseline``; :mod:`zoo.training.scst`)."""
+
+    greedy = "greedy"  # the greedy output's reward (Rennie et al., 2017)
+    mean = "mean"  # the mean reward of the item's other samples (Luo, 2020)
+
+
 @dataclass
 class ScstConfig:
     """Self-critical sequence training (Rennie et al., 2017; zoo.training.scst): train on the model's own sampled
     outputs, each rewarded by a sequence metric against a baseline, instead of on the references' tokens. Starts
     best from a cross-entropy-trained model (``init_from``), whose weights are validated before the first step.
-    Validation and test decode as without it.
+    Validation and test decode as without it. The reward metric is checked with the other components, once the
+    config composes (:func:`zoo.training.preflight.validate`).
 
     Its own learning rate, warmup and schedule replace optim's: at a cross-entropy step (optim.lr=2e-3) SCST
     destroys the model it starts from (Flickr8k: CIDEr-D 139 to 81); self-critical.pytorch takes 5e-5, constant."""
@@ -233,10 +250,6 @@ class ScstConfig:
                 f"samples={self.samples} with baseline=mean: the mean of an item's other samples needs 2 samples or "
                 "more; raise scst.samples or use scst.baseline=greedy"
             )
-
-    def check_composed(self, cfg: Any) -> None:
-        if self.enabled:
-            reward_metric(cfg)  # a metric that is unknown, cannot run here or has no per-item scores is refused
 
 
 class WandbMode(Choice):

@@ -1,4 +1,4 @@
-"""Check a composed config before any data loads or anything trains.
+"""Check a composed config's sections: every key one the schema has, every value in range.
 
 Composition has already rejected unknown fields, wrong types and unknown choices.
 What is left are ranges, which live in each section's ``__post_init__``: OmegaConf
@@ -10,44 +10,26 @@ sequences ``data`` lets through) is the section's own business too, without the 
 naming any plugin: once every section has passed its own checks, a section's dataclass
 that defines ``check_composed(self, cfg)`` is handed the whole composed config, and a
 :class:`ConfigError` it raises is reported like a range, prefixed with its section.
+
+What needs more than the config to check (building the metrics, the task, the model; reading ``init_from``) is the
+job's: :func:`zoo.training.preflight.validate` runs these checks first.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
-import importlib.util
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError, at_least, between
-from zoo.config.schema import ResumeMode, ZooConfig, check_keys
-from zoo.data.datamodule import build_task
-from zoo.errors import ZooError, first_line
+from zoo.config.schema import PLAIN_SECTIONS, check_keys
+from zoo.errors import first_line
 from zoo.registry import GROUP_KINDS, get
-from zoo.run.resume import resume_mode
-from zoo.training.evaluation import MetricSuite
-from zoo.training.init_from import read_initial
-from zoo.training.loggers import check_tracking_server
-
-#: The plain (non-plugin) sections of the schema and their dataclasses: data, model, optim, ...
-PLAIN_SECTIONS: dict[str, type] = {
-    f.name: f.type
-    for f in dataclasses.fields(ZooConfig)
-    if isinstance(f.type, type) and dataclasses.is_dataclass(f.type)
-}
-#: Trackers whose packages are optional: the switch in ``logger`` (also zoo's extra) and the modules any of which do.
-OPTIONAL_TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "mlflow": ("mlflow",)}
 
 
-class MissingTrackerPackage(ZooError):
-    """A tracker was asked for but its package is not installed."""
-
-
-def validate(cfg: DictConfig) -> None:
+def check_sections(cfg: DictConfig) -> None:
     """Raise a one-line :class:`ConfigError` naming the section and field when an option is out of range."""
     check_keys(cfg)  # a key added with +key=value: the schema would accept it and nothing would read it
     built = {
@@ -64,13 +46,6 @@ def validate(cfg: DictConfig) -> None:
     at_least(cfg, "samples", 0)
     at_least(cfg, "latency_items", 0, "0 does not time decoding")
     between(cfg, "seed", 0, 2**32 - 1)
-    MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
-    build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
-    if cfg.init_from and resume_mode(cfg) is ResumeMode.never:  # a job that may resume checks it once it starts
-        read_initial(cfg)  # a missing, damaged or other model's checkpoint is refused before any data loads
-    probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
-    check_tracker_packages(cfg.logger)
-    check_tracking_server(cfg.logger)
 
 
 def check_setting(cfg: DictConfig, key: str, value: Any) -> None:
@@ -98,15 +73,6 @@ def check_setting(cfg: DictConfig, key: str, value: Any) -> None:
     except OmegaConfBaseException as error:
         raise ConfigError(f"{key}={value!r}: {first_line(error)}") from None
     build(_values(changed))
-
-
-def check_tracker_packages(logger_cfg: Any) -> None:
-    """Refuse a run before it starts when a chosen tracker's package is missing, naming the extra that installs it."""
-    for tracker, modules in OPTIONAL_TRACKERS.items():
-        if logger_cfg[tracker] and not any(importlib.util.find_spec(module) for module in modules):
-            raise MissingTrackerPackage(
-                f"logger.{tracker}=true needs the {modules[0]} package: pip install 'zoo[{tracker}]'"
-            )
 
 
 def refuse_fp16_on_cpu(trainer: DictConfig) -> None:

@@ -42,6 +42,14 @@ def as_image(source: ImageSource | str | os.PathLike) -> ImageSource:
     return source if isinstance(source, ImageSource) else ImageSource(str(source), path=str(source))
 
 
+def names_image_file(text: str) -> bool:
+    """Whether ``text`` is the path of an existing file in a format Pillow reads: meant for a captioner, not a
+    sentence (a file that is not an image, or a path that is not a file, may be a sentence that looks like one)."""
+    name = text.strip()
+    readable = Image.registered_extensions().get(os.path.splitext(name)[1].lower()) in Image.OPEN
+    return readable and os.path.isfile(name)
+
+
 def read_rgb(image: ImageSource) -> Image.Image:
     """The image as an RGB Pillow image; a file that is missing, a folder, empty, too large or undecodable is one
     line naming it (truncated, damaged or no image at all: whatever a codec raises means the file cannot be used)."""

@@ -7,11 +7,8 @@ the others are still used, and the caller says where it was (``stdin line 3: ...
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
-
-from PIL import Image
 
 from zoo.errors import ZooError
 
@@ -39,14 +36,6 @@ def undecodable(text: str) -> str | None:
     code = ord(found.group())
     what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
     return f"{what} at column {found.start() + 1}"
-
-
-def names_image_file(text: str) -> bool:
-    """Whether ``text`` is the path of an existing file in a format Pillow reads: meant for a captioner, not a
-    sentence (a file that is not an image, or a path that is not a file, may be a sentence that looks like one)."""
-    name = text.strip()
-    readable = Image.registered_extensions().get(os.path.splitext(name)[1].lower()) in Image.OPEN
-    return readable and os.path.isfile(name)
 
 
 def source_limit(cfg: dict[str, Any]) -> tuple[int, str]:

@@ -15,16 +15,24 @@ from omegaconf import OmegaConf
 from zoo.config.files import load_yaml
 from zoo.config.sections import DecodeConfig
 from zoo.contracts import Task
-from zoo.errors import ZooError
-from zoo.inference.checkpoints import (
-    RunLoadError,
-    check_belongs,
-    check_config,
-    checkpoint_file,
-    module_from,
-    read_checkpoint,
-)
+from zoo.errors import ZooError, first_line
 from zoo.inference.inputs import InputError, source_limit, undecodable
+from zoo.run.checkpoints import STORED, RunLoadError, check_belongs, check_config, checkpoint_file, read_checkpoint
+
+
+def module_from(checkpoint: dict[str, Any], ckpt: Path) -> Any:
+    """The trained :class:`~zoo.training.module.ZooModule` a checkpoint read by :func:`read_checkpoint` holds."""
+    from zoo.training.module import ZooModule
+
+    module = ZooModule(**{key: checkpoint["hyper_parameters"][key] for key in STORED})
+    try:
+        module.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as error:  # weights of other shapes or names than the stored config builds
+        raise RunLoadError(
+            f"checkpoint {ckpt} cannot be loaded ({first_line(error)[:120]}); it may be corrupt or "
+            "from another zoo version: use another checkpoint (--checkpoint last) or retrain"
+        ) from None
+    return module
 
 
 def prediction_commands() -> dict[str, list[type[Task]]]:
@@ -60,7 +68,7 @@ class Predictor:
         """The run in ``run_dir`` with the weights of ``checkpoint``: ``tested`` (the default: those its test
         scored, the average of its snapshots where it averaged them, else ``best``), ``best``, ``last``,
         a file name under ``run_dir/checkpoints`` (``best.ckpt``) or the path of a ``.ckpt`` file
-        that belongs to the run (see :mod:`zoo.inference.checkpoints`).
+        that belongs to the run (see :mod:`zoo.run.checkpoints`).
 
         The run's plugins are found from any folder and environment: the plugin folders it recorded
         (absolute), else the copies of their sources saved in the run (``plugins/``); a component still

@@ -110,7 +110,12 @@ def load_folder(folder: str | os.PathLike) -> None:
 
 
 def discover(folders: list[str] | tuple[str, ...] = ()) -> None:
-    """Import every plugin this process can see; safe to call more than once."""
+    """Import every plugin this process can see, once: a folder this process discovered already is not read again
+    (a process that composed its config discovers before its job does; a sweep's worker, handed the job's config
+    pickled, discovers the folders it names)."""
     load_entry_points()
     for folder in [*env_folders(), *folders]:
-        load_folder(folder)
+        path = Path(folder).expanduser().resolve()
+        if f"dir:{path}" not in _loaded:
+            load_folder(path)
+            _loaded.add(f"dir:{path}")

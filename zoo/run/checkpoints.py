@@ -113,21 +113,6 @@ def read_checkpoint(ckpt: Path, advice: str = USE_ANOTHER, mmap: bool = False) -
     return checkpoint
 
 
-def module_from(checkpoint: dict[str, Any], ckpt: Path) -> Any:
-    """The trained :class:`~zoo.training.module.ZooModule` a checkpoint read by :func:`read_checkpoint` holds."""
-    from zoo.training.module import ZooModule
-
-    module = ZooModule(**{key: checkpoint["hyper_parameters"][key] for key in STORED})
-    try:
-        module.load_state_dict(checkpoint["state_dict"])
-    except RuntimeError as error:  # weights of other shapes or names than the stored config builds
-        raise RunLoadError(
-            f"checkpoint {ckpt} cannot be loaded ({first_line(error)[:120]}); it may be corrupt or "
-            "from another zoo version: use another checkpoint (--checkpoint last) or retrain"
-        ) from None
-    return module
-
-
 def check_config(checkpoint: dict[str, Any], ckpt: Path, run_dir: Path, cfg: dict) -> None:
     """Refuse a checkpoint trained with another task, data or network than the run's ``config.yaml`` (``cfg``) says,
     before a task is built from that file. The run's own checkpoint holds the config the run trained with: there the

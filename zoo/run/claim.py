@@ -33,9 +33,8 @@ from omegaconf import DictConfig
 
 from zoo.config.schema import ResumeMode
 from zoo.errors import ZooError
-from zoo.run.layout import LAST_CHECKPOINT, LOCK_FILE, RUN_MARKERS, SUMMARY_FILE
+from zoo.run.layout import LAST_CHECKPOINT, LOCK_FILE, RUN_MARKERS, STUDY_FILE, SUMMARY_FILE
 from zoo.run.resume import CONTINUING, Verdict, resume_mode
-from zoo.search import STUDY_FILE
 
 log = logging.getLogger("zoo.run")
 

@@ -16,7 +16,7 @@ Only training has something worth finishing: there the signal asks for a stop, t
 at once.
 
 The job answers for every process it started: a process forked from it (a data worker, the worker that prepares
-data) and the DDP ranks it started (:mod:`zoo.training.ranks`) leave signals to it and end with it, quietly. Where
+data) and the DDP ranks it started (:mod:`zoo.run.ranks`) leave signals to it and end with it, quietly. Where
 the main thread cannot answer (it waits in native code: DDP's rendezvous for ranks that never come), the job ends
 without it, with the same line, :data:`ANSWER_SECONDS` after the signal.
 """
@@ -38,8 +38,8 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.states import TrainerFn
 
 from zoo.run.layout import LAST_CHECKPOINT, SUMMARY_FILE
+from zoo.run.ranks import ranks_follow, started_rank
 from zoo.run.resume import under_submitit
-from zoo.training.ranks import ranks_follow, started_rank
 
 #: Phases in which a signal only asks for a stop (LastCheckpoint saves, then training stops).
 DEFERRED_PHASES = ("training", "validation")
@@ -146,7 +146,7 @@ class Interruptions(Callback):
 
     @contextmanager
     def leading(self) -> Iterator[None]:
-        """While the block runs, the ranks started from this process follow it (:mod:`zoo.training.ranks`), and a
+        """While the block runs, the ranks started from this process follow it (:mod:`zoo.run.ranks`), and a
         thread sees each signal (Python writes its number to a wakeup descriptor) and ends the job when the main
         thread has not answered it within :data:`ANSWER_SECONDS`."""
         global _watched_fd

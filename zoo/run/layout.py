@@ -1,4 +1,5 @@
-"""What a run directory holds, by name: every module that reads or writes a run's files takes the name from here."""
+"""What a run directory (and a sweep's) holds, by name: every module that reads or writes those files takes the name
+from here."""
 
 from __future__ import annotations
 
@@ -51,3 +52,6 @@ ATTENTION_DIR = "attention"
 EXPLORER_FILE = "explorer.html"
 #: Files whose presence means a directory holds a zoo run (finished, failed, running or killed).
 RUN_MARKERS = (SUMMARY_FILE, CHECKPOINTS_DIR)
+
+#: A search's Optuna storage (SQLite) in its sweep directory: every study and trial, so a search resumes (zoo.search).
+STUDY_FILE = "optuna.db"

@@ -1,9 +1,9 @@
 """The DDP ranks a training job starts on its own machine follow it: it answers signals, they end with it.
 
-Lightning starts ranks 1..N-1 of a machine as new processes (``python -m zoo.training.entry ...``). A terminal's
+Lightning starts ranks 1..N-1 of a machine as new processes (``python -m zoo.cli.train ...``). A terminal's
 Ctrl-C reaches every one of them, a scheduler may signal them all, and a rank that stops alone leaves the others
 waiting in a collective: so a rank leaves SIGINT and SIGTERM to the job, which stops its ranks together (training
-stops after the same step on every rank) or ends, taking them with it. Light to import: the entry calls
+stops after the same step on every rank) or ends, taking them with it. Light to import: ``zoo train`` calls
 :func:`follow_job` before it imports Lightning.
 """
 

@@ -31,9 +31,17 @@ from zoo.errors import one_line_reason
 from zoo.run.interruptions import RunInterrupted
 from zoo.run.layout import SUMMARY_FILE
 from zoo.run.summary import peak_memory_mb
-from zoo.training.compute import FLOPS_METHOD
 
 log = logging.getLogger("zoo.run")
+
+#: The training batches of each segment whose FLOPs are counted exactly (zoo.training.compute.ComputeMeter); the
+#: others are counted per target token at those batches' rate.
+COUNTED_BATCHES = 4
+#: How the record's FLOPs were counted, as ``summary.json`` says it.
+FLOPS_METHOD = (
+    f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
+    "optimiser), then per target token"
+)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -145,7 +153,7 @@ class RunRecord(Callback):
 
     def validated(self, trainer, logged: Mapping[str, Any]) -> None:
         """A validation of the weights at the trainer's step: each one training makes, and the start's before training
-        (``init_from``: :func:`zoo.training.run.validate_start`)."""
+        (``init_from``: :func:`zoo.training.train.validate_start`)."""
         self.latest_val = validation_scores(logged)
         seconds = round(time.time() - self.started, 1)
         self.validations.append(

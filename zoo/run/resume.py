@@ -24,11 +24,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from zoo.config.files import RESTORE, load_yaml
 from zoo.config.overrides import override_key
 from zoo.config.schema import ResumeMode
-from zoo.config.sections import ScstConfig
+from zoo.config.sections import STEP_SETTINGS, ScstConfig
 from zoo.errors import ZooError
 from zoo.run.identity import RECORDING_SETTINGS, flat
 from zoo.run.layout import CONFIG_FILE, LAST_CHECKPOINT, LOCK_FILE, OVERRIDES_FILE, SUMMARY_FILE
-from zoo.training.scst import STEP_SETTINGS
 
 #: The modes under which a job may continue the run it finds in its directory.
 CONTINUING = (ResumeMode.auto, ResumeMode.must)

@@ -9,5 +9,6 @@ is read back from the run directories alone (:mod:`zoo.search.expected_max`, :mo
 Only the sweeper needs Optuna (``pip install 'zoo[search]'``); reading a search back does not.
 """
 
-#: The search's Optuna storage (SQLite) in the sweep directory: every study and trial, so a search resumes.
-STUDY_FILE = "optuna.db"
+from zoo.run.layout import STUDY_FILE
+
+__all__ = ["STUDY_FILE"]

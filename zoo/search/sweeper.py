@@ -6,7 +6,7 @@ zoo jobs, until its budget is spent: ``trials`` done (completed or failed), ``mi
 time or ``flops`` of training compute its trials recorded (:mod:`zoo.training.compute`; a trial under way
 then finishes): trials that tune widths or epochs differ in compute, so equal trials need not be equal
 compute. A trial runs with ``test=false``, so no search ever sees the test split, and its objective is the
-monitored metric's best validation score (:func:`zoo.training.entry.train_job`). A trial that fails is told
+monitored metric's best validation score (:func:`zoo.cli.train.task`). A trial that fails is told
 to Optuna as failed and the search goes on. Then the study's best trial runs again once per seed of
 ``reseed``, with the test split: ordinary runs that ``zoo compare`` groups as one configuration (``search``
 and ``test`` stay out of the ``config_key``).
@@ -160,7 +160,7 @@ class Search:
             print(f"zoo: the search stopped; continue it with {continue_with}", file=sys.stderr)
             raise SystemExit(130) from None
         except BaseException as stop:
-            if not isinstance(stop, Exception):  # a signal stopped a trial: zoo.training.entry.main says how to go on
+            if not isinstance(stop, Exception):  # a signal stopped a trial: zoo.cli.train.main says how to go on
                 stop.continue_with = continue_with
             raise
         from zoo.report.runs import find_runs
@@ -400,7 +400,8 @@ def check_search(arguments: list[str], compose: Callable[..., DictConfig]) -> No
     """A search's command line checked before Hydra starts (so a refusal leaves nothing behind): the sweeper's
     settings, every study's space, the storage URL and, where the storage holds a search, that it is this one.
 
-    ``compose(overrides, hydra=...)``: the entry's composer, with Hydra's own settings when ``hydra``.
+    ``compose(overrides, hydra=...)``: :func:`zoo.config.compose.compose_config`, with Hydra's own settings when
+    ``hydra``.
     """
     overrides = [a for a in arguments if not a.startswith("-")]
     own = [o for o in overrides if o.lstrip("+~").startswith("hydra")]

@@ -5,19 +5,31 @@ average of the last 5 checkpoints of their base Transformers and of the last 20 
 ships a script that averages a finished run's. Floating tensors are summed in float64 and the mean is stored in
 each tensor's own dtype, so the mean of identical checkpoints is bit for bit each of them; other tensors (integer
 counters) are taken from the newest checkpoint (the highest step), as is everything but the weights.
+
+A run that keeps snapshots (``trainer.average_last``/``average_best``) averages them when training ends
+(:func:`average_snapshots`) and tests the average where validation prefers it to ``best.ckpt``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from zoo.errors import ZooError
-from zoo.inference.checkpoints import model_difference, read_checkpoint
+from zoo.run.checkpoints import model_difference, read_checkpoint
+from zoo.run.layout import AVERAGE_CHECKPOINT
+from zoo.run.record import validation_scores
 from zoo.training.callbacks import AtomicCheckpointIO
+from zoo.training.loggers import unlogged
+
+if TYPE_CHECKING:
+    from zoo.training.trainer import Built
+
+log = logging.getLogger(__name__)
 
 #: What to do about a checkpoint that cannot be read, said where ``zoo average`` refuses one.
 READ_ADVICE = "give only checkpoints that `zoo train` or `zoo average` wrote, whole"
@@ -127,3 +139,42 @@ def write_checkpoint(checkpoint: dict[str, Any], path: Path) -> None:
     """Write ``checkpoint`` to ``path`` through a temporary file and a rename (replacing a file already there); a full
     disk is one line naming the path, and leaves no partial file."""
     AtomicCheckpointIO().save_checkpoint(checkpoint, path)
+
+
+def average_snapshots(built: Built) -> str | None:
+    """Write the mean of the kept snapshots as ``average.ckpt`` and validate it (recorded beside ``best_val``, off
+    the validation curve); its path when its validation score is at least the best checkpoint's, so the test scores
+    the weights validation chose (an average over weights still changing fast can be far worse), else None."""
+    built.run.interruptions.enter("averaging")
+    trainer, snapshots, kept = built.trainer, built.snapshots, built.snapshots.kept
+    if not kept:
+        log.warning("no snapshot to average (no validation ran): the test scores best.ckpt")
+        return None
+    path = built.run_dir / AVERAGE_CHECKPOINT
+    if trainer.is_global_zero:
+        write_checkpoint(average_checkpoints(snapshots.paths()), path)
+    trainer.strategy.barrier("average")  # every process reads it
+    with unlogged(trainer):
+        (scores,) = trainer.validate(
+            built.module, datamodule=built.data, ckpt_path=str(path), verbose=False, weights_only=True
+        )
+    val = validation_scores(scores)
+    metrics, best = built.module.metrics, built.best.best_model_score
+    chosen = validation_prefers_average(
+        float(scores[f"val/{metrics.monitor}"]), None if best is None else float(best), metrics.mode
+    )
+    built.record.averaged(
+        {
+            "of": snapshots.by,
+            "snapshots": [{"step": s["step"], "epoch": s["epoch"], "score": s["score"]} for s in kept],
+            "val": val,
+            "checkpoint": str(path),
+            "tested": chosen,
+        }
+    )
+    if trainer.is_global_zero:
+        tested = (
+            "the test scores it" if chosen else f"best.ckpt validates better ({float(best):.4f}): the test scores it"
+        )
+        log.info("average of the %s %d snapshots: validation %s; %s", snapshots.by, len(kept), val, tested)
+    return str(path) if chosen else None

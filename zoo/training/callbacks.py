@@ -164,7 +164,7 @@ class LastCheckpoint(Checkpoint):
     submitit would otherwise answer by requeueing the job at once, without a checkpoint). The step under
     way ends, with its validation if one is due, ``last.ckpt`` is written where Lightning writes its own
     (the end of a training batch, the end of a validation), then Lightning's own SIGTERM stop
-    (``SIGTERMException``) ends training and :func:`zoo.training.run.fit` turns it into
+    (``SIGTERMException``) ends training and :func:`zoo.training.train.fit` turns it into
     :class:`~zoo.run.interruptions.RunInterrupted`. The random states (python, numpy, torch) go into
     the checkpoint and are set again before the first resumed step.
     """

@@ -30,13 +30,8 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from torch.utils.flop_counter import FlopCounterMode
 
+from zoo.run.record import COUNTED_BATCHES
 from zoo.training.callbacks import target_tokens
-
-COUNTED_BATCHES = 4
-FLOPS_METHOD = (
-    f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
-    "optimiser), then per target token"
-)
 
 
 class ComputeMeter(Callback):

@@ -3,22 +3,24 @@ cross-entropy-trained model).
 
 It names a run directory (the weights its test scored: ``average.ckpt`` where it averaged, else ``best.ckpt``) or
 a checkpoint file. The checkpoint must hold the same model: the same task, data and network settings
-(:func:`zoo.inference.checkpoints.config_mismatch`), checked with the config, before any data loads; then, once
+(:func:`zoo.run.checkpoints.config_mismatch`), checked with the config, before any data loads; then, once
 the run's codecs are known and before the run directory is locked, the same vocabulary sizes and the same
 vocabulary: the tokens at each id of every tokenizer (:meth:`zoo.contracts.Task.tokenizers`) equal to those of the
 files the checkpoint's run saved (``tokenizers/<side>.json`` in the run directory holding it), since weights
 trained on another corpus with a vocabulary of the same size load and then mean other words. A checkpoint file
 outside any run directory has no tokenizers beside it: only its sizes are checked, and a warning says so. Only the
 weights are taken: the optimiser, the schedule and the step count start afresh. A resumed run continues from its
-own ``last.ckpt`` and never reads ``init_from`` again, so it is checked only where a job starts a run.
+own ``last.ckpt`` and never reads ``init_from`` again, so it is checked only where a job starts a run. The weights it
+gives are validated before the first step (:func:`validate_start`).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import torch
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,7 +28,10 @@ from zoo.config.checks import ConfigError
 from zoo.contracts import Task
 from zoo.data.text import TOKENIZER_DIR, load_tokenizer, tokenizer_path
 from zoo.errors import ZooError
-from zoo.inference.checkpoints import checkpoint_file, config_mismatch, mismatch, read_checkpoint
+from zoo.run.checkpoints import checkpoint_file, config_mismatch, mismatch, read_checkpoint
+
+if TYPE_CHECKING:
+    from zoo.training.trainer import Built
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +128,26 @@ def start_from(module: Any, cfg: Any, task: Task) -> Path:
         _refuse(cfg, ckpt, f"its weights do not load ({' '.join(str(error).split())[:160]})")
     log.info("starting from the weights of %s (init_from)", ckpt)
     return ckpt
+
+
+def validate_start(built: Built) -> None:
+    """Validate the weights ``init_from`` gave before the first step: recorded as the run's first validation (step 0)
+    and written as ``best.ckpt`` with its score, so the best checkpoint is replaced only by better weights and early
+    stopping counts from the start (an SCST stage at too large a step leaves its start as the best, and tested)."""
+    built.run.interruptions.enter("start validation")  # a signal stops it at once: nothing is written before it ends
+    trainer, best = built.trainer, built.best
+    (scores,) = trainer.validate(built.module, datamodule=built.data, verbose=False)
+    if best.monitor not in scores:  # no validation batches (trainer.limit_val_batches=0)
+        return
+    built.record.validated(trainer, scores)
+    score = torch.tensor(float(scores[best.monitor]))
+    path = best.format_checkpoint_name({})  # the name ModelCheckpoint gives best.ckpt, which it then replaces
+    trainer.save_checkpoint(path)
+    best.best_k_models = {path: score}
+    best.best_model_path = best.kth_best_model_path = path
+    best.best_model_score = best.kth_value = score
+    for stopping in trainer.early_stopping_callbacks:
+        stopping.best_score = score
 
 
 def _refuse(cfg: Any, ckpt: Path, why: str | None) -> None:

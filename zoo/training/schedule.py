@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import math
 
-from zoo.config.checks import Choice
-
-
-class Schedule(Choice):
-    """What follows the linear warmup."""
-
-    inverse_sqrt = "inverse_sqrt"  # Vaswani et al. (2017)
-    cosine = "cosine"  # to zero at the last step (Loshchilov & Hutter, 2017)
-    constant = "constant"
+from zoo.config.sections import Schedule
 
 
 def warmup_then_decay(schedule: Schedule | str, warmup_steps: int, total_steps: int):

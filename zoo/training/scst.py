@@ -26,7 +26,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from zoo.config.checks import Choice, ConfigError
+from zoo.config.checks import ConfigError
+from zoo.config.sections import Baseline
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.contracts import BOS, EOS, PAD, Metric, Task
 from zoo.contracts.metric import Reward
@@ -37,20 +38,9 @@ from zoo.registry import build, get, names
 from zoo.training.evaluation import chosen_metrics, monitored
 
 
-class Baseline(Choice):
-    """What a sample's reward is measured against (``scst.baseline``)."""
-
-    greedy = "greedy"  # the greedy output's reward (Rennie et al., 2017)
-    mean = "mean"  # the mean reward of the item's other samples (Luo, 2020)
-
-
-#: The settings of the learning rate's course, in ``optim`` and, for the SCST stage, in ``scst``.
-STEP_SETTINGS = ("lr", "warmup_steps", "schedule")
-
-
 def step_section(cfg: Any) -> str:
-    """The section whose :data:`STEP_SETTINGS` a run trains with: ``scst`` with scst.enabled (a small constant step:
-    the cross-entropy one destroys the model SCST starts from), else ``optim``."""
+    """The section whose step settings (:data:`zoo.config.sections.STEP_SETTINGS`) a run trains with: ``scst`` with
+    scst.enabled (a small constant step: the cross-entropy one destroys the model SCST starts from), else ``optim``."""
     return "scst" if cfg["scst"]["enabled"] else "optim"
 
 
