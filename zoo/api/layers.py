@@ -5,13 +5,16 @@
 :func:`final_norm`); :class:`TargetEmbedding`; :class:`GridProjection` and :func:`flatten_grid` for image
 grids; the echo state network's :class:`Reservoir` (with its :data:`ACTIVATIONS` and :func:`reverse_padded`);
 linear attention and its decayed forms (:class:`LinearAttention`, :class:`LinearCrossAttention`, the block
-layout :class:`LinearLayout` with its :class:`Gate` and :class:`FeatureMap`).
+layout :class:`LinearLayout` with its :class:`Gate` and :class:`FeatureMap`); state-space layers, S4D and Mamba
+(:class:`S4D`, :class:`S4DMixer`, :class:`Mamba`), their residual stack :class:`SSMStack` with its layouts
+:class:`S4DLayout` and :class:`MambaLayout`, and :func:`padding_first` (a prefix's padding moved before it).
 """
 
 from zoo.nn.attention import attend
 from zoo.nn.grid import GridProjection, flatten_grid
 from zoo.nn.layers import TargetEmbedding
 from zoo.nn.linear_attention import FeatureMap, Gate, LinearAttention, LinearCrossAttention, LinearLayout
+from zoo.nn.ssm import S4D, Mamba, MambaLayout, S4DLayout, S4DMixer, SSMStack, padding_first
 from zoo.nn.transformer import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
 from zoo.reservoir import ACTIVATIONS, Reservoir, reverse_padded
 
@@ -19,4 +22,5 @@ __all__ = [
     "attend", "TransformerLayout", "layout_attention", "FeedForward", "Residual", "final_norm", "TargetEmbedding",
     "GridProjection", "flatten_grid", "Reservoir", "ACTIVATIONS", "reverse_padded",
     "LinearAttention", "LinearCrossAttention", "LinearLayout", "Gate", "FeatureMap",
+    "S4D", "S4DMixer", "Mamba", "SSMStack", "S4DLayout", "MambaLayout", "padding_first",
 ]  # fmt: skip

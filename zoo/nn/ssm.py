@@ -1,0 +1,424 @@
+"""State-space sequence layers: S4D (Gu et al., 2022) and Mamba (Gu & Dao, 2023), each with a parallel form for
+training and a recurrent form, of constant-size state, for decoding.
+
+A linear state-space model maps an input u(t) to an output y(t) through a state x(t) of N numbers per channel,
+x'(t) = A x(t) + B u(t) and y(t) = C x(t) + D u(t). Discretised with a step Δ by zero-order hold (ZOH: the input
+held constant over each step) it is a linear recurrence::
+
+    x_k = Ā x_{k-1} + B̄ u_k,    y_k = C x_k + D u_k,    Ā = exp(ΔA),    B̄ = (ΔA)^-1 (exp(ΔA) - I) ΔB
+
+With A diagonal every state dimension is a scalar recurrence of its own. The two layers differ in what may vary:
+
+* :class:`S4D`: A, B, C and Δ are the same at every step (a linear time-invariant system), so the output is a
+  causal convolution of the input with the kernel K_l = C Ā^l B̄. The kernel is a Vandermonde product (powers
+  of the diagonal Ā), applied with the FFT in O(L log L); the recurrence is kept for decoding.
+* :class:`Mamba`: Δ, B and C are computed from each token (the selection mechanism), so the model can keep or
+  ignore a token, and there is no kernel. The recurrence h_t = a_t * h_{t-1} + b_t is still linear in h, and
+  composing two steps gives a step of the same form, an associative operation, so it runs as a parallel scan
+  (:func:`linear_scan`: recursive doubling, O(L) work in O(log L) sequential rounds of whole-tensor operations).
+
+Padding. A layer's input is zeroed at padded steps, and Mamba's step Δ is 0 there (Ā = 1, B̄u = 0: the state
+passes through unchanged). A zero input leaves a zero state zero, and every layer is causal, so padded steps
+before the real ones (a decoder reading the encoder memory as a prefix, :func:`padding_first`) or after them (an
+encoder: its backward pass reverses only the real steps, zoo.reservoir.reverse_padded) never reach a real step.
+Padding in the middle of a sequence would still decay S4D's state and enter Mamba's convolution window: zoo's
+frontends pad at the end.
+
+With ``mamba_ssm`` installed and tensors on CUDA, the selective scan runs its fused kernel
+(``selective_scan_fn``); it is imported at first use, never when missing. The PyTorch form here runs everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.config.checks import TRAINED_BYTES, at_least, in_unit_interval, no_wider_than, one_of, positive, within_memory
+from zoo.nn.norms import Norm, make_norm
+from zoo.reservoir import reverse_padded
+
+
+def log_uniform_steps(channels: int, dt_min: float, dt_max: float) -> torch.Tensor:
+    """Initial steps Δ (channels,), log-uniform in [dt_min, dt_max]: each channel starts at its own time scale,
+    from about 1/dt_max to 1/dt_min steps (Gu et al., 2022)."""
+    return torch.exp(torch.empty(channels).uniform_(math.log(dt_min), math.log(dt_max)))
+
+
+# ------------------------------------------------------------------ S4D: a diagonal, time-invariant SSM
+class S4D(nn.Module):
+    """A diagonal state-space layer over H independent channels (Gu et al., 2022), N complex modes per channel.
+
+    A_n = -exp(a_n) + i b_n, initialised S4D-Lin: A_n = -1/2 + i pi n (Gu et al., 2022, the diagonal
+    initialisation they derive from HiPPO, Gu et al., 2020); the real part stays negative, so the system is
+    stable. Each complex mode stands for itself and its conjugate, which gives the real output 2 Re(C x). B is
+    fixed at 1 and only C is learnt (as the paper's S4D does: C_n B_n is what enters the kernel); Δ = exp(log_dt)
+    is learnt per channel; D is a learnt skip.
+
+    ``forward(u (B, L, H), mask (B, L) or None, return_state) -> y (B, L, H)`` (and, with ``return_state``, the
+    state after the last step); ``step(u_t (B, H), state (B, H, N) complex) -> (y_t (B, H), state)`` from
+    ``initial_state``. Run one after the other, the steps give ``forward``'s output.
+    """
+
+    def __init__(self, channels: int, d_state: int, dt_min: float = 1e-3, dt_max: float = 1e-1) -> None:
+        super().__init__()
+        self.log_dt = nn.Parameter(log_uniform_steps(channels, dt_min, dt_max).log())
+        self.log_neg_real = nn.Parameter(torch.full((channels, d_state), math.log(0.5)))
+        self.imag = nn.Parameter(math.pi * torch.arange(d_state, dtype=torch.float).expand(channels, -1).clone())
+        self.C = nn.Parameter(torch.randn(channels, d_state, 2) * math.sqrt(0.5))  # complex N(0, 1), real view
+        self.D = nn.Parameter(torch.ones(channels))
+
+    def discretised(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """ZOH: log Ā = ΔA, B̄ = (Ā - 1) / A (B = 1) and C, each (H, N) complex, at the precision of ``dtype``."""
+        real = torch.promote_types(dtype, torch.float32)
+        A = torch.complex(-self.log_neg_real.exp(), self.imag).to(real.to_complex())
+        dtA = self.log_dt.exp().to(real)[:, None] * A
+        return dtA, (dtA.exp() - 1) / A, torch.view_as_complex(self.C.to(real).contiguous())
+
+    def kernel(self, length: int, dtype: torch.dtype) -> torch.Tensor:
+        """K_l = 2 Re(sum_n C_n B̄_n Ā_n^l) for l = 0..length-1: (H, L), by the Vandermonde matrix Ā_n^l."""
+        dtA, dB, C = self.discretised(dtype)
+        powers = (dtA[..., None] * torch.arange(length, device=dtA.device)).exp()  # (H, N, L)
+        return 2 * torch.einsum("hn,hnl->hl", C * dB, powers).real
+
+    def forward(self, u: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
+        length = u.shape[1]
+        if mask is not None:
+            u = u.masked_fill(~mask[..., None], 0.0)
+        v = u.transpose(1, 2).to(torch.promote_types(u.dtype, torch.float32))  # (B, H, L)
+        k = self.kernel(length, v.dtype)
+        n = 2 * length  # zero-padded to twice the length, so the FFT's circular convolution is a causal one
+        y = torch.fft.irfft(torch.fft.rfft(v, n) * torch.fft.rfft(k, n), n)[..., :length]
+        y = (y + self.D.to(v.dtype)[:, None] * v).transpose(1, 2).to(u.dtype)
+        if not return_state:
+            return y
+        dtA, dB, _ = self.discretised(v.dtype)
+        # x_{L-1} = sum_s Ā^(L-1-s) B̄ u_s: the same Vandermonde powers, read backwards.
+        back = (dtA[..., None] * torch.arange(length - 1, -1, -1, device=u.device)).exp()  # (H, N, L)
+        return y, torch.einsum("bhl,hnl->bhn", v.to(dB.dtype), back) * dB
+
+    def initial_state(self, batch: int, like: torch.Tensor) -> torch.Tensor:
+        """The zero state (B, H, N), complex, on ``like``'s device."""
+        real = torch.promote_types(like.dtype, torch.float32)
+        return torch.zeros(batch, *self.imag.shape, dtype=real.to_complex(), device=like.device)
+
+    def step(self, u: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dtA, dB, C = self.discretised(u.dtype)
+        v = u.to(torch.promote_types(u.dtype, torch.float32))
+        state = dtA.exp() * state + dB * v[..., None]
+        y = 2 * (C * state).sum(-1).real + self.D.to(v.dtype) * v
+        return y.to(u.dtype), state
+
+
+class S4DMixer(nn.Module):
+    """The S4 layer's form around :class:`S4D` (Gu et al., 2022): the SSM mixes each channel over time, then GELU
+    and a gated position-wise linear map (to 2H, then a GLU; Dauphin et al., 2017) mix the channels.
+
+    ``forward(x (B, L, H), mask, return_state)``, ``initial_state`` and ``step`` as :class:`S4D`'s.
+    """
+
+    def __init__(self, channels: int, d_state: int, dt_min: float, dt_max: float) -> None:
+        super().__init__()
+        self.ssm = S4D(channels, d_state, dt_min, dt_max)
+        self.output = nn.Sequential(nn.GELU(), nn.Linear(channels, 2 * channels), nn.GLU(dim=-1))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
+        if not return_state:
+            return self.output(self.ssm(x, mask))
+        y, state = self.ssm(x, mask, return_state=True)
+        return self.output(y), state
+
+    def initial_state(self, batch: int, like: torch.Tensor) -> torch.Tensor:
+        return self.ssm.initial_state(batch, like)
+
+    def step(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y, state = self.ssm.step(x, state)
+        return self.output(y), state
+
+
+# ------------------------------------------------------------------ Mamba: a selective SSM
+def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """h_t = a_t * h_{t-1} + b_t from h_{-1} = 0, for every t, by recursive doubling (Blelloch, 1990).
+
+    Two consecutive steps compose into one: h_{2i+1} = (a_{2i+1} a_{2i}) h_{2i-1} + (a_{2i+1} b_{2i} + b_{2i+1}).
+    So the odd steps are a recurrence of half the length, solved the same way, and each even step is one step
+    from the odd one before it. log2(L) rounds of whole-tensor products, O(L) work, no division or logarithm
+    (nothing overflows where |a| <= 1). a, b (B, L, ...) -> h (B, L, ...).
+    """
+    length = a.shape[1]
+    if length == 1:
+        return b
+    if length % 2:  # one more step that changes nothing (a = 1, b = 0) makes the pairs whole
+        a = torch.cat([a, torch.ones_like(a[:, :1])], dim=1)
+        b = torch.cat([b, torch.zeros_like(b[:, :1])], dim=1)
+    a_even, a_odd, b_even, b_odd = a[:, 0::2], a[:, 1::2], b[:, 0::2], b[:, 1::2]
+    h_odd = linear_scan(a_odd * a_even, a_odd * b_even + b_odd)
+    h_before = torch.cat([torch.zeros_like(h_odd[:, :1]), h_odd[:, :-1]], dim=1)  # h_{2i-1}, h_{-1} = 0
+    h_even = a_even * h_before + b_even
+    return torch.stack([h_even, h_odd], dim=2).flatten(1, 2)[:, :length]
+
+
+def selective_scan(
+    x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, D: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mamba's SSM over a sequence from a zero state: h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t, y_t = C_t h_t + D x_t
+    per channel (ZOH for A, Δ B for B̄, as Gu & Dao, 2023 simplify it).
+
+    x, delta (B, L, E), A (E, N), B, C (B, L, N), D (E,) -> (y (B, L, E), the last state h (B, E, N)); through
+    ``mamba_ssm``'s kernel on CUDA when it is installed, else by :func:`linear_scan`.
+    """
+    kernel = mamba_kernel() if x.is_cuda else None
+    if kernel is not None:
+        y, last = kernel(
+            *(t.transpose(1, 2).contiguous() for t in (x, delta)),
+            A.float(),
+            *(t.transpose(1, 2).contiguous() for t in (B, C)),
+            D.float(),
+            return_last_state=True,
+        )
+        return y.transpose(1, 2), last
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    x, delta, B, C = (t.to(dtype) for t in (x, delta, B, C))
+    dA = (delta[..., None] * A.to(dtype)).exp()  # (B, L, E, N)
+    dBx = (delta * x)[..., None] * B[:, :, None, :]
+    h = linear_scan(dA, dBx)
+    y = torch.einsum("blen,bln->ble", h, C) + D.to(dtype) * x
+    return y, h[:, -1]
+
+
+@functools.cache
+def mamba_kernel():
+    """``mamba_ssm``'s fused selective scan, or None without the package (the ``kernels`` extra, CUDA only)."""
+    try:
+        from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+    except ImportError:
+        return None
+    return selective_scan_fn
+
+
+class Mamba(nn.Module):
+    """Mamba's gated block around a selective SSM (Gu & Dao, 2023).
+
+    x (B, L, d_model) -> in-projection to two branches of E = expand * d_model channels, x and z; x through a
+    short causal depthwise convolution (``d_conv`` steps) and SiLU; the SSM with Δ = softplus(W_Δ x) (rank
+    ``dt_rank``), B = W_B x and C = W_C x computed per token, A = -exp(A_log) per channel and state (initialised
+    S4D-Real, A_n = -(n + 1)) and a skip D; the result gated by SiLU(z) and projected back to d_model.
+
+    ``forward(x (B, L, d_model), mask (B, L) or None, return_state) -> (B, L, d_model)`` (and, with
+    ``return_state``, the state after the last step). The state is (conv window (B, E, d_conv - 1), SSM state
+    (B, E, N)), of constant size: ``step(x_t (B, d_model), state) -> (y_t (B, d_model), state)`` from
+    ``initial_state`` gives ``forward``'s output one step at a time.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        expand: int = 2,
+        d_conv: int = 4,
+        dt_rank: int | None = None,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+    ) -> None:
+        super().__init__()
+        inner = expand * d_model
+        self.dt_rank = dt_rank or math.ceil(d_model / 16)
+        self.d_state, self.d_conv = d_state, d_conv
+        self.in_proj = nn.Linear(d_model, 2 * inner, bias=False)
+        self.conv = nn.Conv1d(inner, inner, d_conv, groups=inner)  # weights only: padded causally in forward
+        self.x_proj = nn.Linear(inner, self.dt_rank + 2 * d_state, bias=False)
+        self.dt_proj = nn.Linear(self.dt_rank, inner)
+        # Δ starts log-uniform in [dt_min, dt_max]: the bias is softplus's inverse there, the weight small.
+        dt = log_uniform_steps(inner, dt_min, dt_max)
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+            nn.init.uniform_(self.dt_proj.weight, -(self.dt_rank**-0.5), self.dt_rank**-0.5)
+        self.A_log = nn.Parameter(torch.arange(1, d_state + 1, dtype=torch.float).log().expand(inner, -1).clone())
+        self.D = nn.Parameter(torch.ones(inner))
+        self.out_proj = nn.Linear(inner, d_model, bias=False)
+
+    def _selection(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Convolved x (..., E) -> Δ (..., E) > 0, B and C (..., N), computed from the token itself."""
+        dt, B, C = self.x_proj(x).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
+        return F.softplus(self.dt_proj(dt)), B, C
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
+        x, z = self.in_proj(x).chunk(2, dim=-1)  # (B, L, E) each
+        if mask is not None:
+            x = x.masked_fill(~mask[..., None], 0.0)
+        before = F.pad(x.transpose(1, 2), (self.d_conv - 1, 0))  # (B, E, d_conv - 1 + L): zeros before the start
+        u = F.silu(F.conv1d(before, self.conv.weight, self.conv.bias, groups=before.shape[1])).transpose(1, 2)
+        delta, B, C = self._selection(u)
+        if mask is not None:
+            delta = delta.masked_fill(~mask[..., None], 0.0)  # Ā = 1, B̄ = 0: the state passes padding unchanged
+        y, last = selective_scan(u, delta, -self.A_log.exp(), B, C, self.D)
+        out = self.out_proj(y.to(z.dtype) * F.silu(z))
+        if not return_state:
+            return out
+        return out, (before[..., before.shape[-1] - (self.d_conv - 1) :], last)
+
+    def initial_state(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Zeros: the convolution window (B, E, d_conv - 1) and the SSM state (B, E, N), in float32 or wider."""
+        inner = self.D.shape[0]
+        dtype = torch.promote_types(like.dtype, torch.float32)
+        window = like.new_zeros(batch, inner, self.d_conv - 1)
+        return window, torch.zeros(batch, inner, self.d_state, dtype=dtype, device=like.device)
+
+    def step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        window, h = state
+        x, z = self.in_proj(x).chunk(2, dim=-1)  # (B, E) each
+        full = torch.cat([window, x[..., None]], dim=-1)  # (B, E, d_conv): the convolution's whole window
+        u = F.silu((full * self.conv.weight[:, 0]).sum(-1) + self.conv.bias)
+        delta, B, C = (t.to(h.dtype) for t in self._selection(u))
+        u32 = u.to(h.dtype)
+        h = (delta[..., None] * -self.A_log.exp().to(h.dtype)).exp() * h + (delta * u32)[..., None] * B[:, None]
+        y = (h * C[:, None]).sum(-1) + self.D.to(h.dtype) * u32
+        return self.out_proj(y.to(z.dtype) * F.silu(z)), (full[..., 1:], h)
+
+
+def step_by_step(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The reference: ``layer``'s recurrence run one step at a time from its initial state, as decoding runs it.
+
+    x (B, L, D) -> (B, L, D'); equals ``layer(x)`` for a layer with ``initial_state`` and ``step``."""
+    state = layer.initial_state(x.shape[0], x)
+    outputs = []
+    for t in range(x.shape[1]):
+        y, state = layer.step(x[:, t], state)
+        outputs.append(y)
+    return torch.stack(outputs, dim=1)
+
+
+# ------------------------------------------------------------------ residual stacks of either layer
+@dataclass
+class SSMLayout:
+    """Config fields shared by the SSM encoders and decoders: a stack of pre-norm residual blocks, x + dropout(
+    mixer(norm(x))) (Xiong et al., 2020), around one state-space layer each, and a final norm. Each family's
+    layout (:class:`S4DLayout`, :class:`MambaLayout`) adds its own fields and builds its layer (``mixer()``)."""
+
+    layers: int = 2  # stacked residual blocks
+    d_model: int = 128  # width of the residual stream
+    d_state: int = 16  # state size N per channel
+    dt_min: float = 0.001  # the initial steps Δ are log-uniform in [dt_min, dt_max] (time scales 1/Δ)
+    dt_max: float = 0.1
+    dropout: float = 0.1  # on every block's output (and on a decoder's embeddings)
+    norm: Norm = Norm.layernorm  # layernorm | rmsnorm | dyt, before every block and at the end
+
+    def __post_init__(self) -> None:
+        for field in ("layers", "d_model", "d_state"):
+            at_least(self, field, 1)
+        positive(self, "dt_min")
+        no_wider_than(self, "dt_min", "dt_max")
+        in_unit_interval(self, "dropout")
+        one_of(self, "norm", Norm)
+
+
+@dataclass
+class S4DLayout(SSMLayout):
+    """S4D blocks (Gu et al., 2022): :class:`S4DMixer`, an SSM per channel then a gated channel mix."""
+
+    d_state: int = 32  # complex modes N per channel (each with its conjugate: a real state of 2N)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.d_model is not None:
+            within_memory(
+                self, ("d_model", "layers"), 2 * self.d_model**2 * self.layers * TRAINED_BYTES, "the output maps"
+            )
+
+    def mixer(self) -> S4DMixer:
+        """One block's state-space layer, (B, L, d_model) -> (B, L, d_model)."""
+        return S4DMixer(self.d_model, self.d_state, self.dt_min, self.dt_max)
+
+
+@dataclass
+class MambaLayout(SSMLayout):
+    """Mamba blocks (Gu & Dao, 2023): :class:`Mamba`, a gated block around a selective SSM."""
+
+    expand: int = 2  # inner channels E = expand * d_model
+    d_conv: int = 4  # width of the causal depthwise convolution before the SSM
+    dt_rank: int | None = None  # rank of the projection that computes Δ; null: ceil(d_model / 16)
+    norm: Norm = Norm.rmsnorm  # layernorm | rmsnorm (Mamba's) | dyt, before every block and at the end
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for field in ("expand", "d_conv", "dt_rank"):
+            at_least(self, field, 1)
+        if self.d_model is not None:
+            within_memory(
+                self,
+                ("d_model", "expand", "layers"),
+                3 * self.expand * self.d_model**2 * self.layers * TRAINED_BYTES,
+                "the in- and out-projections",
+            )
+
+    def mixer(self) -> Mamba:
+        """One block's state-space layer, (B, L, d_model) -> (B, L, d_model)."""
+        return Mamba(self.d_model, self.d_state, self.expand, self.d_conv, self.dt_rank, self.dt_min, self.dt_max)
+
+
+class Block(nn.Module):
+    """x + dropout(mixer(norm(x))); bidirectional: plus a second mixer's pass over each sequence reversed within
+    its real length (as Schuster & Paliwal's, 1997, bidirectional RNN reads it), so every step sees both sides."""
+
+    def __init__(self, cfg: S4DLayout | MambaLayout, bidirectional: bool = False) -> None:
+        super().__init__()
+        self.norm = make_norm(cfg.norm, cfg.d_model)
+        self.mixer = cfg.mixer()
+        self.backward_mixer = cfg.mixer() if bidirectional else None
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, return_state: bool = False):
+        h = self.norm(x)
+        out, state = self.mixer(h, mask, return_state=True) if return_state else (self.mixer(h, mask), None)
+        if self.backward_mixer is not None:
+            out = out + reverse_padded(self.backward_mixer(reverse_padded(h, mask), mask), mask)
+        return x + self.dropout(out), state
+
+    def step(self, x: torch.Tensor, state):
+        out, state = self.mixer.step(self.norm(x), state)
+        return x + self.dropout(out), state
+
+
+class SSMStack(nn.Module):
+    """``cfg.layers`` :class:`Block` s and a final norm: (B, L, d_model) -> (B, L, d_model).
+
+    ``forward(x, mask (B, L), return_state)``: the parallel form; with ``return_state`` (one direction only)
+    also every block's state after the last step, a list a decoder keeps as its cache. ``step(x_t (B, d_model),
+    states) -> (y_t, states)`` advances them by one step.
+    """
+
+    def __init__(self, cfg: S4DLayout | MambaLayout, bidirectional: bool = False) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(cfg, bidirectional) for _ in range(cfg.layers))
+        self.final_norm = make_norm(cfg.norm, cfg.d_model)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, return_state: bool = False):
+        states = []
+        for block in self.blocks:
+            x, state = block(x, mask, return_state)
+            states.append(state)
+        return (self.final_norm(x), states) if return_state else self.final_norm(x)
+
+    def initial_states(self, batch: int, like: torch.Tensor) -> list:
+        return [block.mixer.initial_state(batch, like) for block in self.blocks]
+
+    def step(self, x: torch.Tensor, states: list) -> tuple[torch.Tensor, list]:
+        new = []
+        for block, state in zip(self.blocks, states):
+            x, state = block.step(x, state)
+            new.append(state)
+        return self.final_norm(x), new
+
+
+def padding_first(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Move each row's padded steps before its real ones, both kept in order: x (B, S, ...), mask (B, S) -> the
+    same, the real steps last. A prefix so arranged ends on its real steps, whatever its padding."""
+    batch, length = mask.shape
+    positions = torch.arange(length, device=mask.device).expand(batch, length)
+    order = torch.where(mask, positions + length, positions).argsort(dim=1)
+    index = order.view(batch, length, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, index), mask.gather(1, order)
