@@ -68,7 +68,7 @@ def test_running_killed_failed_old_and_damaged_runs_never_crash_it(tmp_path):
 def test_machine_readable_formats(tmp_path):
     write(tmp_path / "a", summary("gru", {"bleu": 30.0}))
     rows = list(csv.DictReader(io.StringIO(compare([tmp_path], fmt="csv"))))
-    assert rows[0]["configuration"] == "gru" and float(rows[0]["bleu mean"]) == 30.0  # alone: named by its encoder
+    assert rows[0]["configuration"] == "gru encoder, rnn decoder" and float(rows[0]["bleu mean"]) == 30.0  # alone
     (data,) = json.loads(compare([tmp_path], fmt="json"))
     assert data["rows"][0]["metrics"]["bleu"] == {"mean": 30.0, "std": 0.0, "n": 1}
     assert "│ gru " in compare([tmp_path])  # the terminal table
@@ -143,7 +143,7 @@ def test_a_run_reached_twice_counts_once_and_runs_sharing_a_seed_are_flagged(tmp
     (group,) = Leaderboard(runs).groups
     assert len(group.repetitions) == 2 and group.metrics["bleu"].mean == 32.5  # seed 1: (30 + 32) / 2, seed 2: 34
     assert group.shared_seeds == ["2 runs share seed 1 (counted once)"]
-    assert "gru: 2 runs share seed 1 (counted once)" in compare(
+    assert "gru encoder, rnn decoder: 2 runs share seed 1 (counted once)" in compare(
         [tmp_path / "sweep", tmp_path / "again"], fmt="markdown"
     )
 

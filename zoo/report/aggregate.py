@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zoo.report.runs import Run
+from zoo.report.words import recipe_words, show
 from zoo.run.identity import NOT_IN_CONFIG_KEY
 
 #: Cost columns: summary key path -> column name.
@@ -67,6 +68,9 @@ class Group:
     settings: dict[str, str] = field(default_factory=dict)
     #: What tells apart configurations that no setting does: `` [config key]`` after the label, else empty.
     tag: str = ""
+    #: What its colour is derived from (:mod:`zoo.report.colours`): its configuration's key (a run's path without
+    #: one), or for a ``by`` row, its label (``encoder=gru``), as the page names a group it makes.
+    key: str = ""
     metrics: dict[str, Stat] = field(default_factory=dict)
     costs: dict[str, Stat] = field(default_factory=dict)
     #: Every score of the task's breakdowns: (breakdown, bucket, score) -> its statistic over the seeds.
@@ -153,7 +157,7 @@ def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def _cost(run: Run, path: tuple[str, ...], column: str) -> float | None:
+def cost(run: Run, path: tuple[str, ...], column: str) -> float | None:
     value = _lookup(run.summary, path)
     return None if value is None else value * COST_UNITS.get(column, 1)
 
@@ -172,19 +176,6 @@ def _over_seeds(
         if finite:
             means.append(statistics.fmean(finite))
     return Stat.of(means)
-
-
-def show(value: Any) -> str:
-    """A setting's value as it is written on the command line (``null``, ``true``, ``[0.9,0.98]``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return "[" + ",".join(map(show, value)) + "]"
-    if isinstance(value, float) and abs(value) >= 1e6:
-        return f"{value:g}"  # a budget of FLOPs: 4e+12, not 4000000000000.0
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
 
 def _canonical(value: Any) -> str:
@@ -255,11 +246,10 @@ def _names(members: list[list[Run]], by: list[str]) -> list[dict[str, str]]:
 
 
 def _labels(members: list[list[Run]], names: list[dict[str, str]]) -> list[tuple[str, str]]:
-    """Each group's label (its naming settings; one group alone: its encoder) and its tag: groups nothing tells
-    apart (runs without a config) add their config key."""
+    """Each group's label (its naming settings; one group alone: its recipe or components in words) and its
+    tag: groups nothing tells apart (runs without a config) add their config key."""
     labels = [
-        " ".join(f"{key}={value}" for key, value in settings.items())
-        or str(runs[0].setting("encoder") or runs[0].path.name)
+        " ".join(f"{key}={value}" for key, value in settings.items()) or recipe_words(runs[0]) or runs[0].path.name
         for runs, settings in zip(members, names)
     ]
     repeated = Counter(labels)
@@ -295,8 +285,8 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
     groups = []
     members = list(buckets.values())
     named = _names(members, by)
-    for (label, tag), settings, its_runs in zip(_labels(members, named), named, members):
-        group = Group(label, its_runs, settings, tag)
+    for (label, tag), settings, (key, its_runs) in zip(_labels(members, named), named, buckets.items()):
+        group = Group(label, its_runs, settings, tag, label if by else key[0])
         repetitions, done = group.repetitions, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
         left_out = group.non_finite
@@ -308,7 +298,7 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
             for path, column in COSTS.items()
             if (
                 stat := _over_seeds(
-                    repetitions, lambda run, path=path, column=column: _cost(run, path, column), column, left_out
+                    repetitions, lambda run, path=path, column=column: cost(run, path, column), column, left_out
                 )
             )
         }

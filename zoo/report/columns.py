@@ -30,12 +30,33 @@ def decimals(means: Iterable[float], natural: int = 1, cap: int = MAX_DECIMALS) 
     return max(natural, cap)
 
 
-def stat_text(stat: Stat | None, digits: int) -> str:
-    """``32.05 ± 2.83``, the mean alone for one seed, empty for no value."""
+#: The prefixes of a column in SI units (:func:`si_unit`), largest first.
+PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+#: The smallest magnitude a column needs to be written in SI units: below it, its numbers are short already.
+COMPACT_FROM = 1e4
+#: A column written as it is.
+PLAIN = (1.0, "")
+
+
+def si_unit(means: Iterable[float]) -> tuple[float, str]:
+    """The unit of a column of large numbers, from its largest mean (``1.27M``, and ``0.5M`` beside it), so every
+    row is read in one unit; :data:`PLAIN` below ten thousand."""
+    largest = max((float(f"{abs(mean):.3g}") for mean in means), default=0.0)  # as written: 999,999 is 1.00M
+    return next(((scale, prefix) for scale, prefix in PREFIXES if largest >= max(scale, COMPACT_FROM)), PLAIN)
+
+
+def stat_text(stat: Stat | None, digits: int, unit: tuple[float, str] = PLAIN) -> str:
+    """``32.05 ± 2.83``, the mean alone for one seed, empty for no value; in an SI ``unit`` (:func:`si_unit`),
+    three significant digits (``1.27M ± 0.03M``), so a narrow column holds it."""
     if stat is None:
         return ""
-    mean = f"{stat.mean:,.{digits}f}"
-    return mean if stat.n == 1 else f"{mean} ± {stat.std:,.{digits}f}"
+    scale, prefix = unit
+    if prefix:
+        mean = f"{stat.mean / scale:.3g}{prefix}"
+        std = f"{stat.std / scale:.3g}{prefix}" if stat.std else "0"
+    else:
+        mean, std = f"{stat.mean:,.{digits}f}", f"{stat.std:,.{digits}f}"
+    return mean if stat.n == 1 else f"{mean} ± {std}"
 
 
 @dataclass
@@ -46,6 +67,7 @@ class Cell:
     text: str
     value: float | None = None
     best: bool = False
+    std: float | None = None  # a mean's standard deviation over seeds (what a CSV of the shown table keeps)
 
 
 @dataclass
@@ -57,8 +79,12 @@ class Column:
     numeric: bool = True
 
 
-def stat_column(name: str, stats: list[Stat | None], digits: int) -> Column:
-    return Column(name, [Cell(stat_text(s, digits), s.mean if s else None) for s in stats])
+def stat_column(name: str, stats: list[Stat | None], digits: int, short: bool = False) -> Column:
+    """A column of means ± stds, each cell sorting by its mean; ``short``: large numbers in an SI unit."""
+    unit = si_unit(s.mean for s in stats if s) if short else PLAIN
+    return Column(
+        name, [Cell(stat_text(s, digits, unit), s.mean if s else None, std=s.std if s else None) for s in stats]
+    )
 
 
 def mark_best(column: Column, higher_is_better: bool) -> None:

@@ -23,6 +23,7 @@ from zoo.errors import ZooError
 from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
 from zoo.report.frontier import frontier
+from zoo.report.importance import format_importance
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import (
     CONFIDENCE,
@@ -36,10 +37,13 @@ from zoo.report.stats import (
     scorer_for,
 )
 from zoo.report.terminal import draw
+from zoo.report.words import dataset_words, signature_words
 from zoo.run.claim import refuse_live_run
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
+#: The formats read by a person, which a search's summary and the compute comparison come with.
+TEXT = ("table", "markdown")
 #: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
 TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method", "seeds_for_power")
 #: The Holm-adjusted p-value below which a row differs from the baseline (marked ``*``).
@@ -72,6 +76,7 @@ class Leaderboard:
         if digits is not None and not 0 <= digits <= MAX_DIGITS:
             raise CompareError(f"--digits {digits}: give a number of decimals from 0 to {MAX_DIGITS}")
         self.digits = digits
+        self.by = by or []
         self.runs = runs
         self.skipped = skipped or []
         self.groups = mark_tuned(group_runs(runs, by))
@@ -214,9 +219,10 @@ class Leaderboard:
         c = self.comparisons.get(group.label)
         return c is not None and not c.items_only and c.p < SIGNIFICANCE
 
-    def view(self) -> View:
+    def view(self, short: bool = False) -> View:
         """The leaderboard as shown in the terminal, Markdown and HTML: the row's name less what every row shares,
-        the seeds, each metric (its best marked), the test against the baseline, costs, breakdowns, runs."""
+        the seeds, each metric (its best marked), the test against the baseline, costs, breakdowns, runs.
+        ``short``: costs of ten thousand or more with an SI prefix (``1.27M``), as the HTML page fits them."""
         shared, alike = self._shared_settings(), self._alike_costs()
         metrics = [self._score_column(name, [g.metrics.get(name) for g in self.groups]) for name in self.metrics]
         for column in metrics:
@@ -227,7 +233,7 @@ class Leaderboard:
             *metrics,
             *self._test_columns(self._decimals([g.metrics.get(self.sort) for g in self.groups])),
             *(
-                stat_column(column, [g.costs.get(column) for g in self.groups], COST_DECIMALS.get(column, 1))
+                stat_column(column, [g.costs.get(column) for g in self.groups], COST_DECIMALS.get(column, 1), short)
                 for column in self.costs
                 if column not in alike
             ),
@@ -410,16 +416,21 @@ def comparable_sets(runs: list[Run]) -> list[tuple[str, list[Run]]]:
         if key is keys[0]:
             described.append(("", sets[key]))
             continue
-        (task, dataset), signatures = key
-        first_task, first_dataset = keys[0][0]
-        if task != first_task:
-            why = f"task {task}, not {first_task}"
-        elif dataset != first_dataset:
-            why = f"another test set: dataset {dataset}"
-        else:
-            why = f"metrics computed differently: {signatures}"
-        described.append((f"not comparable with the runs above ({why}):", sets[key]))
+        described.append((f"not comparable with the runs above, {_difference(key, keys[0])}", sets[key]))
     return described
+
+
+def _difference(key: tuple, first: tuple) -> str:
+    """How a set of runs differs from the first set, in words: its task, its test set, or how a metric was
+    computed (:mod:`zoo.report.words`)."""
+    (task, dataset), signatures = key
+    (first_task, first_dataset), first_signatures = first
+    if task != first_task:
+        return f"task {task}, not {first_task}"
+    if dataset != first_dataset:
+        return f"another test set: {dataset_words(json.loads(dataset), json.loads(first_dataset))}"
+    mine, theirs = json.loads(signatures or "{}"), json.loads(first_signatures or "{}")
+    return f"metrics computed differently: {signature_words(mine, theirs)}"
 
 
 def is_trial(run: Run) -> bool:
@@ -459,7 +470,7 @@ def compare(
     digits: int | None = None,
 ) -> str:
     """The leaderboards of every run under ``paths`` as text; as a table or Markdown, a search's expected best
-    validation score against the number of trials comes first."""
+    validation score against the number of trials and its hyperparameter importance come first."""
     runs = find_runs(paths)
     boards = leaderboards(runs, by, sort, baseline, digits)
     families = search_families(runs)
@@ -474,8 +485,9 @@ def compare(
         for why, board in boards
         if board.runs or board.skipped or not families
     )
-    search = format_search(families, markdown=fmt == "markdown") if fmt in ("table", "markdown") else ""
-    compute = compute_section(boards) if fmt in ("table", "markdown") else ""
+    markdown = fmt == "markdown"
+    search = format_search(families, markdown) + format_importance(families, markdown) if fmt in TEXT else ""
+    compute = compute_section(boards) if fmt in TEXT else ""
     return "\n".join(part for part in (search, text, compute) if part)
 
 

@@ -16,6 +16,7 @@ page's skeleton, CSS and scripts are package data (``zoo/report/assets/``), inli
 from __future__ import annotations
 
 import html
+import json
 import re
 from functools import cache
 from importlib.resources import files
@@ -28,21 +29,22 @@ from plotly.subplots import make_subplots
 
 from zoo import __version__
 from zoo.report.bands import band_traces, error_bars, metric_bounds
+from zoo.report.colours import PALETTE
 from zoo.report.columns import Cell
 from zoo.report.compare import SIGNIFICANCE, Leaderboard
 from zoo.report.frontier import frontier
-from zoo.report.live import as_script, page_data
+from zoo.report.importance import NO_OPTUNA, TOO_FEW, importance_figure, importance_note, importances
+from zoo.report.live import as_script, colours_of, page_data
 from zoo.report.pictures import attention_pictures
 from zoo.report.runs import Run
 from zoo.report.samples import sample_outputs
 from zoo.search.report import Family, expected_best_figure, format_search
 
-#: The page's scripts and styles (``assets/``), inlined in this order: the leaderboard's, then the charts',
-#: then the dashboard's updates (which do nothing in a written report).
-SCRIPTS = ("report.js", "charts.js", "live.js", "samples.js")
+#: The page's scripts and styles (``assets/``), inlined in this order: the leaderboard's sorting, the colours and
+#: the leaderboard of the groups the reader makes, then the charts', then the dashboard's updates (which do nothing
+#: in a written report).
+SCRIPTS = ("report.js", "palette.js", "board.js", "charts.js", "live.js", "samples.js")
 STYLES = ("report.css", "charts.css", "samples.css")
-
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 
 #: An end tag that would close the inline ``<style>`` or ``<script>`` early.
 _CLOSES_INLINE = re.compile(r"</(style|script)", re.IGNORECASE)
@@ -67,31 +69,42 @@ def _table(header: list[str], rows: list[list[str]], css_class: str = "leaderboa
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def leaderboard_table(board: Leaderboard) -> str:
-    """The leaderboard (:meth:`Leaderboard.view`): each number's true value in ``data-value``, which its column
-    sorts by (report.js); each metric's best in bold; the rows that differ significantly from the baseline
-    tinted; the settings alike in every row said once above. The table scrolls sideways rather than wrap a value."""
-    view = board.view()
+def leaderboard_table(board: Leaderboard, colours: dict[str, str]) -> str:
+    """The leaderboard (:meth:`Leaderboard.view`, costs in SI units): each number's true value in ``data-value``,
+    which its column sorts by (report.js), and its std's in ``data-std``, both of which its CSV keeps; each
+    metric's best in bold; the rows that differ significantly from the baseline tinted; the settings alike in
+    every row said once above; each row's colour, as its charts draw it, and its runs (``data-runs``), which the
+    page's choice of runs shows or hides. Headings wrap, so the columns fit the page without scrolling."""
+    view = board.view(short=True)
     head = "".join(f'<th onclick="sortTable(this)">{html.escape(column.name)}</th>' for column in view.columns)
     rows = []
-    for k, significant in enumerate(view.significant):
-        cells = "".join(_cell(column.cells[k], column.numeric) for column in view.columns)
-        rows.append(('<tr class="significant">' if significant else "<tr>") + cells + "</tr>")
+    for k, (group, significant) in enumerate(zip(board.groups, view.significant)):
+        first, *others = view.columns
+        swatch = f'<span class="zoo-swatch" style="background:{colours.get(group.key, PALETTE[0])}"></span>'
+        cells = f"<td>{swatch}{html.escape(first.cells[k].text)}</td>"
+        cells += "".join(_cell(column.cells[k], column.numeric) for column in others)
+        runs = html.escape(json.dumps([str(run.path) for run in group.runs]))
+        tint = ' class="significant"' if significant else ""
+        rows.append(f'<tr data-runs="{runs}"{tint}>{cells}</tr>')
     shared = f'<p class="shared">{html.escape(view.shared_line())}</p>' if view.shared else ""
     legend = "bold: the best mean of each metric"
     if board.baseline:
         legend += f"; tinted: the rows that differ from the baseline (Holm-adjusted p &lt; {SIGNIFICANCE})"
     return (
-        f'{shared}<div class="leaderboard-scroll"><table class="leaderboard"><thead><tr>{head}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></div><p class="note">{legend}</p>'
+        f'{shared}<table class="leaderboard"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table><p class="note">{legend}</p>'
     )
 
 
 def _cell(cell: Cell, numeric: bool) -> str:
-    """A leaderboard cell; a number's carries its true value (empty: missing, sorted last)."""
+    """A leaderboard cell; a number's carries its true value (empty: missing, sorted last), and a mean's ± std is
+    a span holding the std's true value, which wraps under the mean as a whole."""
     value = "" if cell.value is None else cell.value
     attributes = (f' data-value="{value}"' if numeric else "") + (' class="best"' if cell.best else "")
-    return f"<td{attributes}>{html.escape(cell.text)}</td>"
+    mean, spread, std = cell.text.partition(" ± ")
+    if spread and cell.std is not None:
+        std = f' <span class="spread" data-std="{cell.std}">± {html.escape(std)}</span>'
+    return f"<td{attributes}>{html.escape(mean)}{std}</td>"
 
 
 def _figure(fig: go.Figure) -> str:
@@ -100,10 +113,6 @@ def _figure(fig: go.Figure) -> str:
     fig.update_layout(template="plotly_white", margin={"t": 40, "b": 40}, height=380, uirevision="kept")
     spec = fig.to_json().replace("</", "<\\/")
     return f'<div class="zoo-figure plotly-graph-div"><script type="application/json">{spec}</script></div>'
-
-
-def _colour(k: int) -> str:
-    return COLOURS[k % len(COLOURS)]
 
 
 def pareto_front(points: list[tuple[float, float]], higher_is_better: bool) -> list[tuple[float, float]]:
@@ -116,7 +125,7 @@ def pareto_front(points: list[tuple[float, float]], higher_is_better: bool) -> l
     return front
 
 
-def quality_against_cost(board: Leaderboard) -> str:
+def quality_against_cost(board: Leaderboard, colours: dict[str, str]) -> str:
     """The sorted metric against parameters, train time and latency, each with its Pareto front."""
     costs = [c for c in ("params", "train TFLOPs", "train s", "ms/item greedy") if c in board.costs]
     if not costs or not board.sort:
@@ -125,7 +134,7 @@ def quality_against_cost(board: Leaderboard) -> str:
     bounds = metric_bounds(board.sort, [g.metrics[board.sort].mean for g in board.groups if board.sort in g.metrics])
     for col, cost in enumerate(costs, start=1):
         points = []
-        for k, group in enumerate(board.groups):
+        for group in board.groups:
             quality, spend = group.metrics.get(board.sort), group.costs.get(cost)
             if quality is None or spend is None:
                 continue
@@ -136,8 +145,9 @@ def quality_against_cost(board: Leaderboard) -> str:
                     y=[quality.mean],
                     mode="markers",
                     name=group.label,
-                    marker={"color": _colour(k), "size": 11},
+                    marker={"color": colours.get(group.key), "size": 11},
                     legendgroup=group.label,
+                    meta={"runs": [str(run.path) for run in group.runs]},
                     error_y={**error_bars([quality.mean], [quality.std], bounds), "visible": quality.n > 1},
                     showlegend=col == 1,
                 ),
@@ -163,7 +173,7 @@ def quality_against_cost(board: Leaderboard) -> str:
     return _figure(fig)
 
 
-def score_against_compute(board: Leaderboard) -> list[str]:
+def score_against_compute(board: Leaderboard, colours: dict[str, str]) -> list[str]:
     """Each family's test score against the FLOPs it trained for (log axis), mean with the seeds' ± std as a band,
     and the table naming who leads at each budget (:mod:`zoo.report.frontier`); nothing without budgeted runs."""
     found = frontier(board.runs, board.sort, board.higher_is_better) if board.sort else None
@@ -171,18 +181,19 @@ def score_against_compute(board: Leaderboard) -> list[str]:
         return []
     fig = go.Figure()
     bounds = metric_bounds(board.sort, [p.score.mean for p in found.points])
-    for k, name in enumerate(found.families):
+    for name in found.families:
         line = [p for p in found.points if p.family == name]
-        fig.add_traces(
-            band_traces(
-                [p.flops for p in line],
-                [p.score.mean for p in line],
-                [p.score.std for p in line],
-                bounds,
-                name,
-                _colour(k),
-            )
+        traces = band_traces(
+            [p.flops for p in line],
+            [p.score.mean for p in line],
+            [p.score.std for p in line],
+            bounds,
+            name,
+            colours[name],
         )
+        for trace in traces:
+            trace.meta = {"runs": [str(run.path) for p in line for run in p.runs]}
+        fig.add_traces(traces)
     budgets = [amount for unit, amount in found.budgets if unit == "flops"]  # ticks at the budgets, as 4e+12
     fig.update_xaxes(
         title_text="training FLOPs (recorded)", type="log", tickvals=budgets, ticktext=[f"{b:.3g}" for b in budgets]
@@ -195,7 +206,7 @@ def score_against_compute(board: Leaderboard) -> list[str]:
     ]
 
 
-def breakdowns(board: Leaderboard) -> str:
+def breakdowns(board: Leaderboard, colours: dict[str, str]) -> str:
     """One bar chart per breakdown the task reported and score in it (BLEU by source length), one bar per
     configuration, titled with the task's own names."""
     charts: dict[tuple[str, str], list[str]] = {}  # (breakdown, score) -> its buckets
@@ -208,7 +219,7 @@ def breakdowns(board: Leaderboard) -> str:
         fig = go.Figure()
         found = [s.mean for g in board.groups for key, s in g.breakdowns.items() if key[0] == name and key[2] == score]
         bounds = metric_bounds(score, found)
-        for k, group in enumerate(board.groups):
+        for group in board.groups:
             stats = [group.breakdowns.get((name, bucket, score)) for bucket in buckets]
             means = [s.mean if s else None for s in stats]
             fig.add_trace(
@@ -216,8 +227,9 @@ def breakdowns(board: Leaderboard) -> str:
                     x=buckets,
                     y=means,
                     name=group.label,
-                    marker_color=_colour(k),
+                    marker_color=colours.get(group.key),
                     error_y=error_bars(means, [s.std if s else 0.0 for s in stats], bounds),
+                    meta={"runs": [str(run.path) for run in group.runs]},
                 )
             )
         fig.update_layout(barmode="group", title=name.replace("_", " "), xaxis_title="bucket", yaxis_title=score)
@@ -225,17 +237,52 @@ def breakdowns(board: Leaderboard) -> str:
     return "\n".join(figures)
 
 
-def search_curves(families: list[Family]) -> list[str]:
+def section(key: str, *parts: str) -> str:
+    """A part of the page drawn here, which the dashboard replaces whole when it changes and finds again by
+    ``key``: the part the reader looks at keeps its place on the screen (charts.js)."""
+    return f'<section class="zoo-section" data-key="{key}">{"".join(parts)}</section>'
+
+
+def search_curves(families: list[Family], colours: dict[str, str]) -> list[str]:
     """A search's section: each family's expected best validation score against the number of trials (Dodge et
-    al., 2019), the table of the same numbers, and each family's best trial with its re-seeded test score."""
+    al., 2019), the table of the same numbers, each family's best trial with its re-seeded test score, and which
+    tuned settings mattered (:mod:`zoo.report.importance`)."""
     if not families:
         return []
     return [
-        "<h2>Search: expected best validation score after n trials</h2>",
-        _figure(expected_best_figure(families)),
-        f"<pre>{html.escape(format_search(families))}</pre>",
-        '<p class="note">A curve still rising at its last trial says the family was not tuned to its best with '
-        "this budget; curves that cross say the ranking depends on the budget.</p>",
+        section(
+            "search",
+            "<h2>Search: expected best validation score after n trials</h2>",
+            _figure(recoloured(expected_best_figure(families), colours)),
+            f"<pre>{html.escape(format_search(families))}</pre>",
+            '<p class="note">A curve still rising at its last trial says the family was not tuned to its best with '
+            "this budget; curves that cross say the ranking depends on the budget.</p>",
+            *importance_part(families, colours),
+        )
+    ]
+
+
+def recoloured(fig: go.Figure, colours: dict[str, str]) -> go.Figure:
+    """A figure drawn elsewhere in the page's colours: each trace of a legend group (a family) in its colour."""
+    for trace in fig.data:
+        if (colour := colours.get(trace.legendgroup)) is not None:
+            trace.line.color = colour
+            if trace.fill:
+                trace.fillcolor = colour
+    return fig
+
+
+def importance_part(families: list[Family], colours: dict[str, str]) -> list[str]:
+    """Each family's tuned settings by their share of its trials' score variation; a note without Optuna."""
+    found = importances(families)
+    if found is None:
+        return [f'<p class="note">{html.escape(NO_OPTUNA)}</p>']
+    if not found:
+        return [f'<p class="note">{html.escape(TOO_FEW)}</p>']
+    return [
+        "<h3>Hyperparameter importance</h3>",
+        _figure(importance_figure(found, colours)),
+        f'<p class="note">{html.escape(importance_note(found))}</p>',
     ]
 
 
@@ -243,28 +290,31 @@ def sections(
     boards: list[tuple[str, Leaderboard]], report: Path, families: list[Family] | None = None
 ) -> tuple[str, str]:
     """The parts of the page drawn here, before and after the charts drawn in the browser: the searches and each
-    board's leaderboard; then each board's quality and cost, breakdowns, samples and attention pictures."""
-    top, bottom = search_curves(families or []), []
-    for note, board in boards:
-        heading = [f"<h2>{html.escape(note)}</h2>"] if note else []
+    board's leaderboard; then each board's quality and cost, breakdowns, samples and attention pictures. Each is
+    a :func:`section`; a board's leaderboard is in ``.zoo-board``, which the page regroups (charts.js)."""
+    families = families or []
+    colours = colours_of(boards, families)
+    top, bottom = search_curves(families, colours), []
+    for k, (note, board) in enumerate(boards):
+        heading = [f"<h2>{html.escape(note[:1].upper() + note[1:])}</h2>"] if note else []
         footnote = html.escape(board.footnote()).replace("\n", "<br>")
-        top += [
-            *heading,
-            "<h2>Leaderboard</h2>",
-            leaderboard_table(board),
-            f'<p class="note">{footnote}</p>',
-            *score_against_compute(board),
-        ]
+        top.append(
+            section(
+                f"board{k}",
+                *heading,
+                "<h2>Leaderboard</h2>",
+                f'<div class="zoo-board" data-board="{k}"><div class="zoo-board-server">',
+                leaderboard_table(board, colours),
+                f'<p class="note">{footnote}</p></div></div>',
+            )
+        )
+        if compute := score_against_compute(board, colours):
+            top.append(section(f"board{k}-compute", *compute))
         bottom += [
-            *heading,
-            "<h2>Quality and cost</h2>",
-            quality_against_cost(board),
-            "<h2>Breakdowns</h2>",
-            breakdowns(board),
-            "<h2>Sample outputs</h2>",
-            sample_outputs(board),
-            "<h2>Attention</h2>",
-            attention_pictures(board, report),
+            section(f"board{k}-cost", *heading, "<h2>Quality and cost</h2>", quality_against_cost(board, colours)),
+            section(f"board{k}-breakdowns", "<h2>Breakdowns</h2>", breakdowns(board, colours)),
+            section(f"board{k}-samples", "<h2>Sample outputs</h2>", sample_outputs(board)),
+            section(f"board{k}-attention", "<h2>Attention</h2>", attention_pictures(board, report)),
         ]
     return "\n".join(top), "\n".join(bottom)
 
@@ -286,17 +336,14 @@ def render(
     """
     families = families or []
     if charts is None:
-        charts = page_data(runs_of(boards, families), boards)
+        charts = page_data(runs_of(boards, families), boards, families)
     top, bottom = sections(boards, report, families)
     body = [
-        '<p id="zoo-live" class="note" hidden></p>',
+        '<div id="zoo-bar"><div id="zoo-choose"></div><p id="zoo-live" class="note" hidden></p></div>',
         f'<div id="zoo-top">{top}</div>',
-        "<h2>Runs</h2>",
-        '<div id="zoo-runs"></div>',
-        "<h2>Curves</h2>",
-        '<div id="zoo-curves"></div>',
-        "<h2>Settings</h2>",
-        '<div id="zoo-settings"></div>',
+        section("runs", "<h2>Runs</h2>", '<div id="zoo-runs"></div>'),
+        section("curves", "<h2>Curves</h2>", '<div id="zoo-curves"></div>'),
+        section("settings", "<h2>Settings</h2>", '<div id="zoo-settings"></div>'),
         f'<div id="zoo-bottom">{bottom}</div>',
         as_script(charts, "zoo-data"),
         as_script(live, "zoo-live-terms") if live else "",

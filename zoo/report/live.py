@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.report.aggregate import COSTS, cost
 from zoo.report.bands import metric_bounds
-from zoo.report.compare import Leaderboard
-from zoo.report.runs import Curve, Run
+from zoo.report.colours import PALETTE, palette
+from zoo.report.compare import COST_DECIMALS, Leaderboard
+from zoo.report.frontier import family as compute_family
+from zoo.report.runs import Curve, Run, logged_place
 from zoo.run.identity import NOT_IN_CONFIG_KEY
 from zoo.run.layout import METRICS_FILE, SUMMARY_FILE, TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
-from zoo.search.report import search_record
+from zoo.search.report import Family, search_record
 
 #: Significant digits kept of a logged value: float32's, the precision Lightning logs in.
 SIGNIFICANT = 7
@@ -45,22 +48,70 @@ def run_labels(boards: list[tuple[str, Leaderboard]], runs: list[Run]) -> dict[s
     return labels
 
 
-def run_info(run: Run, label: str, updated: float) -> dict[str, Any]:
-    """What the page shows of a run besides its curves, sent on every update: small, and all of it may change."""
+def colours_of(boards: list[tuple[str, Leaderboard]], families: list[Family]) -> dict[str, str]:
+    """The page's colours (:func:`zoo.report.colours.palette`): of every configuration its runs' curves pool
+    (:func:`chart_group`), every row of the leaderboards and every family of a compute comparison or search."""
+    runs = [run for _, board in boards for run in (*board.runs, *board.skipped)]
+    runs += [run for family in families for run in (*family.trials.values(), *family.unscored, *family.reseeds)]
+    keys = {chart_group(run) for run in runs} | {group.key for _, board in boards for group in board.groups}
+    keys |= {family.label for family in families} | {compute_family(run) for run in runs}
+    return palette(keys)
+
+
+def boards_of(boards: list[tuple[str, Leaderboard]]) -> list[dict[str, Any]]:
+    """What the page needs to regroup each leaderboard itself: its note, sorted metric and each metric's direction,
+    its costs' decimals; the runs' own numbers come with them (:func:`results`)."""
+    return [
+        {
+            "note": note,
+            "by": board.by,
+            "sort": board.sort,
+            "directions": board.directions,
+            "costs": board.costs,
+            "decimals": {column: COST_DECIMALS.get(column, 1) for column in board.costs},
+        }
+        for note, board in boards
+    ]
+
+
+def run_boards(boards: list[tuple[str, Leaderboard]]) -> dict[str, int]:
+    """The leaderboard each run is on, by its path (a trial and an unreadable run are on none)."""
+    return {str(run.path): k for k, (_, board) in enumerate(boards) for run in board.runs}
+
+
+def results(run: Run) -> dict[str, Any]:
+    """A finished run's numbers as the leaderboard's columns hold them: test scores and costs."""
+    if run.status != "finished":
+        return {}
+    costs = {column: value for path, column in COSTS.items() if (value := cost(run, path, column)) is not None}
+    return {"test": {name: run.score(name) for name in run.summary.get("test", {})}, "costs": costs}
+
+
+def run_info(run: Run, label: str, updated: float, place: dict[str, float], colour: str, board: int | None) -> dict:
+    """What the page shows of a run besides its curves, sent on every update: small, and all of it may change.
+    A running run's progress is the later of its summary's (written at each validation) and its ``metrics.csv``'s
+    last row (``place``), so it moves from the first logged step."""
     summary = run.summary
+    step, epoch = summary.get("step", summary.get("steps")), summary.get("epoch")
+    if run.status == "running" and place.get("step", -1) > (step if isinstance(step, (int, float)) else -1):
+        step, epoch = int(place["step"]), int(place["epoch"]) if "epoch" in place else epoch
     return _plain(
         {
             "id": str(run.path),
             "label": label,
             "group": chart_group(run),
+            "colour": colour,
+            "board": board,
             "seed": run.seed,
             "status": run.status,
-            "epoch": summary.get("epoch"),
-            "max_epochs": summary.get("max_epochs"),
-            "step": summary.get("step", summary.get("steps")),
+            "phase": summary.get("phase"),
+            "epoch": epoch,
+            "max_epochs": summary.get("max_epochs", run.settings.get("trainer.max_epochs")),
+            "step": step,
             "monitor": summary.get("monitor"),
             "latest": summary.get("latest_val", {}),
             "best": summary.get("best_val"),
+            "results": results(run),
             "flops_per_step": flops_per_step(summary),
             "updated": updated,
         }
@@ -83,6 +134,12 @@ def chart_group(run: Run) -> str:
     return run.summary.get("config_key") or str(run.path)
 
 
+def settings_of(run: Run) -> dict[str, Any]:
+    """Every setting of the run by dotted key and the choice of each config group it has no setting for
+    (``model``, ``experiment``): what the page groups, filters and draws runs by, as ``Run.setting`` reads it."""
+    return {**{group: choice for group, choice in run.choices.items() if group not in run.settings}, **run.settings}
+
+
 @dataclass
 class _Tracked:
     """One run as read so far; ``first`` and ``whole`` are reading numbers (first seen; curves last read anew)."""
@@ -92,6 +149,7 @@ class _Tracked:
     settings: dict[str, Any]
     info: dict[str, Any] = field(default_factory=dict)
     stamp: tuple = ()
+    place: dict[str, float] = field(default_factory=dict)  # metrics.csv's last epoch and step
     curves: dict[str, list[tuple[int, float, float]]] = field(default_factory=dict)  # name -> (reading, step, value)
     clock: list[tuple[int, float, float]] = field(default_factory=list)  # (reading, step, seconds)
     extent: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (lowest, highest) value
@@ -105,20 +163,32 @@ class Watch:
         self.runs: dict[str, _Tracked] = {}
         self.order: list[str] = []
 
-    def update(self, runs: list[Run], labels: dict[str, str]) -> None:
-        """Read ``runs`` again: a run's files are parsed again only when they changed on disk."""
+    def update(
+        self,
+        runs: list[Run],
+        labels: dict[str, str],
+        colours: dict[str, str] | None = None,
+        boards: dict[str, int] | None = None,
+    ) -> None:
+        """Read ``runs`` again: a run's files are parsed again only when they changed on disk. ``labels``,
+        ``colours`` and ``boards`` name each run, colour its configuration and place it on a leaderboard
+        (:func:`run_labels`, :func:`colours_of`, :func:`run_boards`; colours default to the runs' alone)."""
         self.reading += 1
         self.order = [str(run.path) for run in runs]
+        colours = colours or palette(chart_group(run) for run in runs)
         for run in runs:
             key = str(run.path)
             tracked = self.runs.get(key)
             if tracked is None:
-                tracked = self.runs[key] = _Tracked(self.reading, self.reading, _plain(run.settings))
+                tracked = self.runs[key] = _Tracked(self.reading, self.reading, _plain(settings_of(run)))
             stamp = _stamp(run.path)
             if stamp != tracked.stamp:
                 tracked.stamp = stamp
                 self._read(tracked, run.curves(), run.clock())
-            tracked.info = run_info(run, labels.get(key, run.path.name), max((s[0] for s in stamp), default=0) / 1e9)
+                tracked.place = logged_place(run.path)
+            updated = max((s[0] for s in stamp), default=0) / 1e9
+            label, colour = labels.get(key, run.path.name), colours.get(chart_group(run), PALETTE[0])
+            tracked.info = run_info(run, label, updated, tracked.place, colour, (boards or {}).get(key))
             if tracked.info["best"] is None:  # a running run's summary has no best yet: its best validation so far
                 tracked.info["best"] = _best(
                     tracked.curves.get(f"val/{tracked.info['monitor']}"), tracked.info["monitor"]
@@ -167,6 +237,7 @@ class Watch:
             "cursor": self.reading,
             "suggested": [f"val/{name}" for name, _ in monitors.most_common() if name] + list(SUGGESTED),
             "ignored": list(NOT_IN_CONFIG_KEY),  # settings the parallel coordinates leave out: seeds, paths, logging
+            "palette": list(PALETTE),  # the colours of the groups the page makes (zoo.report.colours' rule)
             "runs": [self.runs[key].info for key in self.order],
             "new": new,
             "whole": whole,
@@ -176,11 +247,14 @@ class Watch:
         }
 
 
-def page_data(runs: list[Run], boards: list[tuple[str, Leaderboard]]) -> dict[str, Any]:
-    """Everything the charts of a written report draw: one reading of ``runs``, whole."""
+def page_data(
+    runs: list[Run], boards: list[tuple[str, Leaderboard]], families: list[Family] | None = None
+) -> dict[str, Any]:
+    """Everything the charts of a written report draw: one reading of ``runs``, whole, and the leaderboards'
+    terms for regrouping them in the page."""
     watch = Watch()
-    watch.update(runs, run_labels(boards, runs))
-    return watch.state()
+    watch.update(runs, run_labels(boards, runs), colours_of(boards, families or []), run_boards(boards))
+    return {**watch.state(), "boards": boards_of(boards)}
 
 
 def as_script(data: Any, element_id: str) -> str:

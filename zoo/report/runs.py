@@ -133,6 +133,20 @@ def read_metrics(folder: Path) -> dict[str, Curve]:
     return curves
 
 
+def logged_place(folder: Path) -> dict[str, float]:
+    """The epoch and step of the last complete row of the run's ``metrics.csv`` (empty before its first row): a
+    running run's progress from its first logged step, long before its first validation writes the summary's."""
+    try:
+        text = (folder / METRICS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    lines = text[: text.rfind("\n") + 1].splitlines()
+    if len(lines) < 2:
+        return {}
+    row = next(csv.DictReader([lines[0], lines[-1]]), {})
+    return {column: value for column in PLACING_COLUMNS if (value := _number(row.get(column))) is not None}
+
+
 def _number(text: str | None) -> float | None:
     try:
         value = float(text) if text else None

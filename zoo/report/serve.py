@@ -44,7 +44,7 @@ from zoo.errors import ZooError, one_line_reason, verbose
 from zoo.report.compare import leaderboards
 from zoo.report.html import asset, render
 from zoo.report.html import sections as drawn_sections
-from zoo.report.live import Watch, run_labels
+from zoo.report.live import Watch, boards_of, colours_of, run_boards, run_labels
 from zoo.report.runs import Run, find_runs
 from zoo.run.layout import (
     ATTENTION_DIR,
@@ -57,7 +57,7 @@ from zoo.run.layout import (
     SUMMARY_FILE,
     TEST_ITEMS_FILE,
 )
-from zoo.search.report import search_families
+from zoo.search.report import Family, search_families
 
 #: Where the page loads Plotly from: a new Plotly is a new address, so the browser may keep this one for good.
 PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.js"
@@ -112,30 +112,31 @@ class Dashboard:
         self.watch = Watch()
         self.lock = threading.Lock()
 
-    def _read(self) -> tuple[list[Run], list]:
-        """The runs and their leaderboards as they are now; the watch takes in what changed."""
+    def _read(self) -> tuple[list[Run], list, list[Family]]:
+        """The runs, their leaderboards and searches as they are now; the watch takes in what changed."""
         runs = find_runs(self.paths)
-        boards = leaderboards(runs)
-        self.watch.update(runs, run_labels(boards, runs))
-        return runs, boards
+        boards, families = leaderboards(runs), search_families(runs)
+        self.watch.update(runs, run_labels(boards, runs), colours_of(boards, families), run_boards(boards))
+        return runs, boards, families
 
     def state(self, since: int) -> dict[str, Any]:
         """What a page holding every reading up to ``since`` lacks, and the mark of the sections drawn here."""
         with self.lock:
-            runs, _ = self._read()
-            return {"server": self.server, "sections": _sections_mark(runs), **self.watch.state(since)}
+            runs, boards, _ = self._read()
+            marks = {"server": self.server, "sections": _sections_mark(runs), "boards": boards_of(boards)}
+            return {**marks, **self.watch.state(since)}
 
     def page(self) -> str:
         """The page as the runs are now, with every point read so far and the terms of its updates."""
         with self.lock:
-            runs, boards = self._read()
-            charts = {"server": self.server, "sections": _sections_mark(runs), **self.watch.state()}
+            runs, boards, families = self._read()
+            marks = {"server": self.server, "sections": _sections_mark(runs), "boards": boards_of(boards)}
             return render(
                 boards,
                 f"zoo dashboard: {', '.join(self.paths)}",
                 self.root / "index.html",
-                search_families(runs),
-                charts=charts,
+                families,
+                charts={**marks, **self.watch.state()},
                 live={"interval": self.refresh, "state": STATE_URL, "sections": SECTIONS_URL},
                 plotly_url=PLOTLY_URL,
             )
@@ -143,8 +144,8 @@ class Dashboard:
     def sections(self) -> dict[str, str]:
         """The sections drawn here, as they are now, with their mark."""
         with self.lock:
-            runs, boards = self._read()
-            top, bottom = drawn_sections(boards, self.root / "index.html", search_families(runs))
+            runs, boards, families = self._read()
+            top, bottom = drawn_sections(boards, self.root / "index.html", families)
             return {"mark": _sections_mark(runs), "top": top, "bottom": bottom}
 
     def addressed(self, host: str | None, port: int) -> bool:

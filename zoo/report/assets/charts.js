@@ -1,25 +1,31 @@
 // The report's charts, inlined into its page by zoo.report.html and drawn here from the runs' data the page
 // embeds (#zoo-data, zoo.report.live): every run with its status; curves of anything the runs logged (a select
-// per chart, smoothing, log scale, wall time, each run or each configuration's mean ± std); the settings that
-// vary against the monitored metric (parallel coordinates) and a config diff of two runs. The figures drawn on
-// the server (.zoo-figure, their Plotly JSON inside) are plotted here too. On the dashboard, live.js hands each
-// update to Zoo.merge and Zoo.swap: the charts change in place (same elements, the reader's zoom and choices).
+// per chart, smoothing, log scale, wall time, each run or each group's mean ± std); the settings that vary against
+// the monitored metric (parallel coordinates) and a config diff of two runs. The figures drawn on the server
+// (.zoo-figure, their Plotly JSON inside) are plotted here too.
+//
+// The bar above the page chooses what is shown: runs by a text filter and their checkboxes (and by brushing the
+// parallel coordinates' axes), a setting to group them by (the leaderboard regrouped in the page, board.js, as
+// zoo compare --by groups it; the curves' means too), and CSV files of the leaderboard and of the curves.
+// On the dashboard, live.js hands each update to Zoo.update and Zoo.swap: the charts change in place (same
+// elements, the reader's zoom and choices), and the part of the page the reader looks at keeps its place.
 "use strict";
 
 const Zoo = (() => {
-  const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-                   "#7f7f7f", "#bcbd22"];
   // No Plotly logo, and nothing that sends a chart to Chart Studio (its cloud and "edit" buttons, its server).
   const CONFIG = {responsive: true, displaylogo: false, showSendToCloud: false, showEditInChartStudio: false,
                   plotlyServerURL: ""};
   const PANELS = 4;  // charts a page opens with at most
   const data = {runs: new Map(), order: [], settings: new Map(), curves: new Map(), clock: new Map(),
-                bounds: {}, suggested: [], ignored: []};
-  const colours = new Map();  // a configuration's colour, by first appearance: it keeps it as runs come and go
+                bounds: {}, suggested: [], ignored: [], palette: [], boards: []};
   const view = {x: "step", lines: "runs", smoothing: 0};
+  // What is shown: runs unticked, the filter's words, the runs the parallel coordinates' brushes keep (null: no
+  // brush), and the setting the runs are grouped by ("": as zoo compare grouped them).
+  const choice = {off: new Set(), words: [], brushed: null, by: ""};
+  let groupColours = new Map();  // the colours of the groups the reader made (ZooPalette)
   const panels = [];
   const offered = new Set();  // suggested curves given a chart once (one the reader removed stays removed)
-  const parallel = {seen: false, drawn: ""};  // WebGL, slow without a GPU: drawn once in view, again when it changes
+  const parallel = {seen: false, drawn: "", ids: []};  // WebGL, slow without a GPU: drawn once in view, again on change
 
   // ------------------------------------------------------------------ helpers
   const escape = text => String(text ?? "").replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
@@ -44,8 +50,39 @@ const Zoo = (() => {
     const mine = id.split("/");
     return mine.slice(parts.length > 1 ? shared : mine.length - 1).join("/");
   }
-  const colourOf = run => colours.get(run.group);
-  const groupSize = run => data.order.filter(id => data.runs.get(id).group === run.group).length;
+
+  // ------------------------------------------------------------------ what is shown, and how it is grouped
+  function haystack(id) {  // what the filter's words are looked for in: names, status and every key=value setting
+    const run = data.runs.get(id), settings = data.settings.get(id) ?? {};
+    return [run.label, shortName(id), run.status, ...Object.entries(settings)
+      .map(([key, value]) => `${key}=${ZooBoard.show(value)}`)].join(" ").toLowerCase();
+  }
+  const listed = id => !choice.off.has(id) && choice.words.every(word => haystack(id).includes(word));
+  const shown = id => listed(id) && (choice.brushed === null || choice.brushed.has(id));
+  const shownIds = () => data.order.filter(shown);
+
+  function groupOf(run) {  // [id, label] of the run's group: its configuration, or its value of the chosen setting
+    if (!choice.by) return [run.group, run.label];
+    const name = `${choice.by}=${ZooBoard.show(data.settings.get(run.id)?.[choice.by])}`;
+    return [name, name];
+  }
+  const colourOf = run => (choice.by ? groupColours.get(groupOf(run)[0]) : run.colour);
+  const groupSize = run => shownIds().filter(id => groupOf(data.runs.get(id))[0] === groupOf(run)[0]).length;
+  function recolour() {
+    groupColours = ZooPalette.palette(data.order.map(id => groupOf(data.runs.get(id))[0]), data.palette);
+  }
+
+  // What the reader looks at keeps its place: the first section (of the page's .zoo-section parts) not above the
+  // bar is found again after ``change`` and the page scrolled by what it moved. The browser's own anchoring is off
+  // (report.css): it cannot follow a section that is replaced.
+  function keepInPlace(change) {
+    const top = document.getElementById("zoo-bar")?.getBoundingClientRect().bottom ?? 0;
+    const anchor = [...document.querySelectorAll(".zoo-section")].find(s => s.getBoundingClientRect().bottom > top);
+    const key = anchor?.dataset.key, before = anchor?.getBoundingClientRect().top;
+    change();
+    const again = key && document.querySelector(`.zoo-section[data-key="${CSS.escape(key)}"]`);
+    if (again) window.scrollBy(0, again.getBoundingClientRect().top - before);
+  }
 
   // ------------------------------------------------------------------ the data
   function merge(state) {
@@ -63,10 +100,9 @@ const Zoo = (() => {
     for (const held of [data.curves, data.clock, data.settings]) {
       [...held.keys()].filter(id => !data.runs.has(id)).forEach(id => held.delete(id));
     }
-    data.bounds = state.bounds;
-    data.suggested = state.suggested;
-    data.ignored = state.ignored;
-    state.runs.forEach(run => colours.has(run.group) || colours.set(run.group, COLOURS[colours.size % COLOURS.length]));
+    Object.assign(data, {bounds: state.bounds, suggested: state.suggested, ignored: state.ignored,
+                         palette: state.palette, boards: state.boards ?? data.boards});
+    recolour();
     const after = JSON.stringify(data.order.map(id => [id, data.runs.get(id).label, data.runs.get(id).status]));
     return {curves: before !== after || state.whole.length > 0 || Object.keys(state.points).length > 0,
             settings: Object.keys(state.new).length > 0 || before !== after};
@@ -109,10 +145,10 @@ const Zoo = (() => {
   // ------------------------------------------------------------------ curves
   function runTraces(name) {
     const traces = [];
-    data.order.forEach(id => {
+    shownIds().forEach(id => {
       const run = data.runs.get(id), line = curve(id, name);
       if (!line.x.length) return;
-      const label = run.label + (groupSize(run) > 1 ? ` · seed ${run.seed}` : "") +
+      const label = groupOf(run)[1] + (groupSize(run) > 1 ? ` · seed ${run.seed}` : "") +
                     (run.status === "running" ? " (running)" : "");
       const mode = line.x.length > 60 ? "lines" : "lines+markers";
       if (view.smoothing) {
@@ -125,16 +161,16 @@ const Zoo = (() => {
     return traces;
   }
 
-  function groupTraces(name, log) {  // each configuration: the mean over its seeds, ± one std clipped to the range
+  function groupTraces(name, log) {  // each group: the mean over its runs, ± one std clipped to the metric's range
     const [low, high] = data.bounds[name] ?? [null, null];
     const clip = v => Math.min(high ?? Infinity, Math.max(low ?? -Infinity, v));
     const groups = new Map();
-    data.order.forEach(id => {
-      const run = data.runs.get(id), line = curve(id, name);
-      if (line.x.length) groups.set(run.group, [...(groups.get(run.group) ?? []), {run, line}]);
+    shownIds().forEach(id => {
+      const run = data.runs.get(id), line = curve(id, name), [group] = groupOf(run);
+      if (line.x.length) groups.set(group, [...(groups.get(group) ?? []), {run, line}]);
     });
     const traces = [];
-    groups.forEach(members => {
+    groups.forEach((members, group) => {
       const maps = members.map(({line}) => new Map(line.steps.map((s, k) => [s, [line.x[k], line.y[k]]])));
       const steps = members[0].line.steps.filter(s => maps.every(m => m.has(s)));
       const x = steps.map(s => maps.reduce((sum, m) => sum + m.get(s)[0], 0) / maps.length);
@@ -151,12 +187,12 @@ const Zoo = (() => {
         const upper = stats.map(([m, s]) => floor(clip(m + s))), lower = stats.map(([m, s]) => floor(clip(m - s)));
         traces.push({x: [...x, ...x.slice().reverse()], y: [...upper, ...lower.reverse()], fill: "toself",
                      fillcolor: colour, opacity: 0.2, mode: "lines", line: {width: 0}, hoverinfo: "skip",
-                     showlegend: false, legendgroup: run.group, uid: uid(`${run.group}:band`)});
+                     showlegend: false, legendgroup: group, uid: uid(`${group}:band`)});
       }
       const count = `${members.length} run${members.length > 1 ? "s" : ""}`;
-      traces.push({x, y: stats.map(([m]) => m), name: `${run.label} (${count})`,
+      traces.push({x, y: stats.map(([m]) => m), name: `${groupOf(run)[1]} (${count})`,
                    mode: x.length > 60 ? "lines" : "lines+markers", line: {color: colour}, marker: {size: 5},
-                   legendgroup: run.group, uid: uid(run.group)});
+                   legendgroup: group, uid: uid(group)});
     });
     return traces;
   }
@@ -172,14 +208,14 @@ const Zoo = (() => {
               type: log ? "log" : "linear", zeroline: false},
       margin: {t: 40, r: 10, b: 50, l: 65}, height: 360, hovermode: "closest", legend: {font: {size: 10}},
       paper_bgcolor: "white", plot_bgcolor: "white", uirevision: revision,
-      annotations: traces.length ? [] : [{text: `no run has logged ${name || "anything"} yet`, showarrow: false,
+      annotations: traces.length ? [] : [{text: `no run shown has logged ${name || "anything"} yet`, showarrow: false,
                                           xref: "paper", yref: "paper", x: 0.5, y: 0.5}],
     };
-    const shown = chart.layout;  // the view the reader chose (zoomed in the chart or set by Plotly.relayout) stays
-    if (shown && shown.uirevision === revision) {
+    const held = chart.layout;  // the view the reader chose (zoomed in the chart or set by Plotly.relayout) stays
+    if (held && held.uirevision === revision) {
       for (const axis of ["xaxis", "yaxis"]) {
-        if (shown[axis] && shown[axis].autorange === false && shown[axis].range) {
-          Object.assign(layout[axis], {range: [...shown[axis].range], autorange: false});
+        if (held[axis] && held[axis].autorange === false && held[axis].range) {
+          Object.assign(layout[axis], {range: [...held[axis].range], autorange: false});
         }
       }
     }
@@ -218,15 +254,15 @@ const Zoo = (() => {
   }
 
   function offerPanels() {  // a chart for each suggested curve the runs have, then others, up to PANELS at first
-    const logged = names(), shown = new Set(panels.map(panel => panel.select.value));
+    const logged = names(), drawn = new Set(panels.map(panel => panel.select.value));
     data.suggested.filter(name => logged.includes(name) && !offered.has(name)).forEach(name => {
       offered.add(name);
-      if (!shown.has(name)) addPanel(name);
+      if (!drawn.has(name)) addPanel(name);
     });
     logged.filter(name => !name.startsWith("test/") && !offered.has(name)).forEach(name => {
       if (panels.length >= PANELS) return;
       offered.add(name);
-      if (!shown.has(name)) addPanel(name);
+      if (!drawn.has(name)) addPanel(name);
     });
   }
 
@@ -242,7 +278,7 @@ const Zoo = (() => {
       '<label>x axis <select id="zoo-x"><option value="step">step</option>' +
       '<option value="seconds">wall time (s)</option><option value="flops">training FLOPs</option></select></label>' +
       '<label>lines <select id="zoo-lines"><option value="runs">each run</option>' +
-      '<option value="groups">mean ± std over seeds</option></select></label>' +
+      '<option value="groups">mean ± std over each group</option></select></label>' +
       '<label>smoothing <input type="range" id="zoo-smoothing" min="0" max="0.99" step="0.01" value="0">' +
       '<output id="zoo-smoothing-value">0</output></label>' +
       '<button type="button" id="zoo-add">add a chart</button></div>' +
@@ -250,7 +286,8 @@ const Zoo = (() => {
       '<p class="note">Anything the runs logged (metrics.csv) can be chosen per chart. Smoothing is an ' +
       "exponential moving average (as TensorBoard's, faint lines: the values logged); wall time is read from the " +
       "validations' clock, training FLOPs from the FLOPs per step each run recorded; bands: ± one standard deviation " +
-      "over seeds, within the range the metric can take.</p>";
+      "over a group's runs (a configuration's seeds, or the runs of the setting's value grouped by), within the " +
+      "range the metric can take.</p>";
     const several = data.order.some(id => groupSize(data.runs.get(id)) > 1);
     view.lines = several ? "groups" : "runs";
     root.querySelector("#zoo-lines").value = view.lines;
@@ -268,10 +305,12 @@ const Zoo = (() => {
   }
 
   // ------------------------------------------------------------------ runs
-  function progress(run) {
+  function progress(run) {  // from the first logged step: metrics.csv's last row until the summary's is later
     const parts = [];
-    if (run.status === "running" && isNumber(run.epoch)) {
-      parts.push(`epoch ${run.epoch + 1} of ${run.max_epochs ?? "?"}`);
+    if (run.status === "running" && run.phase === "test") {
+      parts.push("testing");
+    } else if (run.status === "running" && isNumber(run.epoch)) {
+      parts.push(`epoch ${run.epoch + 1}` + (run.max_epochs > 0 ? ` of ${run.max_epochs}` : ""));
     }
     if (isNumber(run.step)) parts.push(`step ${number(run.step)}`);
     return parts.join(" · ") || (run.status === "running" ? "starting" : "");
@@ -294,16 +333,136 @@ const Zoo = (() => {
     const rows = data.order.map(id => {
       const run = data.runs.get(id);
       const latest = Object.entries(run.latest ?? {}).map(([k, v]) => `${escape(k)} ${number(v)}`).join(", ");
-      return `<tr data-run="${escape(id)}" data-status="${escape(run.status)}">` +
+      const ticked = choice.off.has(id) ? "" : " checked";
+      return `<tr data-run="${escape(id)}" data-status="${escape(run.status)}"${shown(id) ? "" : ' class="zoo-off"'}>` +
+        `<td><input type="checkbox" class="zoo-pick" aria-label="show ${escape(shortName(id))}"${ticked}></td>` +
         `<td><span class="zoo-swatch" style="background:${colourOf(run)}"></span>${escape(run.label)}</td>` +
         `<td>${escape(shortName(id))}</td><td class="zoo-status zoo-${escape(run.status)}">${escape(run.status)}</td>` +
         `<td>${escape(progress(run))}</td><td>${latest}</td>` +
         `<td>${isNumber(run.best) ? `${escape(run.monitor)} ${number(run.best)}` : ""}</td>` +
         `<td>${escape(written(run))}</td></tr>`;
     });
-    root.innerHTML = '<table class="zoo-runs"><thead><tr><th>configuration</th><th>run</th><th>status</th>' +
-      "<th>progress</th><th>latest validation</th><th>best validation</th><th>last written</th></tr></thead>" +
-      `<tbody>${rows.join("")}</tbody></table>`;
+    root.innerHTML = '<table class="zoo-runs"><thead><tr><th></th><th>configuration</th><th>run</th>' +
+      "<th>status</th><th>progress</th><th>latest validation</th><th>best validation</th><th>last written</th>" +
+      `</tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  }
+
+  // ------------------------------------------------------------------ the bar: choose, group, download
+  function buildBar() {
+    const bar = document.getElementById("zoo-choose");
+    bar.innerHTML = '<label>runs <input type="search" id="zoo-filter" size="24" ' +
+      'placeholder="filter: gru attention=dot" title="words each shown run has in its name, status or settings">' +
+      '</label><button type="button" id="zoo-all">all</button><button type="button" id="zoo-none">none</button>' +
+      '<span id="zoo-count"></span><span id="zoo-brushed"></span>' +
+      '<label>group by <select id="zoo-by"></select></label>' +
+      '<span>download <button type="button" id="zoo-board-csv">leaderboard CSV</button>' +
+      '<button type="button" id="zoo-curves-csv">curves CSV</button></span>';
+    bar.querySelector("#zoo-filter").addEventListener("input", event => {
+      choice.words = event.target.value.toLowerCase().split(/\s+/).filter(Boolean);
+      redraw();
+    });
+    bar.querySelector("#zoo-all").addEventListener("click", () => { choice.off.clear(); redraw(); });
+    bar.querySelector("#zoo-none").addEventListener("click", () => {
+      data.order.forEach(id => choice.off.add(id));
+      redraw();
+    });
+    bar.querySelector("#zoo-by").addEventListener("change", event => { choice.by = event.target.value; redraw(); });
+    bar.querySelector("#zoo-board-csv").addEventListener("click", () => download("leaderboard.csv", leaderboardCsv()));
+    bar.querySelector("#zoo-curves-csv").addEventListener("click", () => download("curves.csv", curvesCsv()));
+    bar.addEventListener("click", event => {
+      if (event.target.id === "zoo-unbrush") unbrush();
+    });
+    document.getElementById("zoo-runs").addEventListener("change", event => {
+      if (!event.target.classList.contains("zoo-pick")) return;
+      const id = event.target.closest("tr").dataset.run;
+      if (event.target.checked) choice.off.delete(id);
+      else choice.off.add(id);
+      redraw();
+    });
+  }
+
+  function settingKeys() {  // the settings the runs differ in (and seed), which the runs can be grouped by
+    const keys = telling(data.order, key => key === "seed" || !ignored(key));
+    return keys.sort((a, b) => a.includes(".") - b.includes(".") || a.localeCompare(b));
+  }
+
+  function drawBar() {
+    const by = data.boards[0]?.by ?? [];
+    const asCompared = by.length ? `as zoo compare grouped them (--by ${by.join(",")})` : "configuration";
+    fillSelect(document.getElementById("zoo-by"), [["", asCompared], ...settingKeys().map(key => [key, key])],
+               choice.by);
+    const count = shownIds().length;
+    document.getElementById("zoo-count").textContent = `${count} of ${data.order.length} shown`;
+    document.getElementById("zoo-brushed").innerHTML = choice.brushed === null ? ""
+      : `parallel coordinates keep ${choice.brushed.size} <button type="button" id="zoo-unbrush">clear</button>`;
+  }
+
+  function download(name, text) {
+    const link = element("a", {href: URL.createObjectURL(new Blob([text], {type: "text/csv"})), download: name});
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  }
+
+  function leaderboardCsv() {  // every board's table as shown (regrouped, rows of runs left out hidden)
+    return ZooBoard.leaderboardCsv([...document.querySelectorAll(".zoo-board")].map(board => ({
+      note: data.boards[Number(board.dataset.board)]?.note || "",
+      table: [...board.querySelectorAll("table.leaderboard")].find(t => !t.closest("[hidden]")),
+    })).filter(board => board.table && [...board.table.tBodies[0].rows].some(row => !row.hidden)));
+  }
+
+  function curvesCsv() {  // every logged point of the runs shown, one a line
+    const rows = [["run", "configuration", "group", "seed", "status", "curve", "step", "value"]];
+    shownIds().forEach(id => {
+      const run = data.runs.get(id), [, group] = groupOf(run);
+      Object.entries(data.curves.get(id) ?? {}).forEach(([name, points]) => points.forEach(([step, value]) =>
+        rows.push([shortName(id), run.label, group, run.seed, run.status, name, step, value])));
+    });
+    return ZooBoard.csv(rows);
+  }
+
+  // ------------------------------------------------------------------ the leaderboards, regrouped
+  function drawBoards() {  // the server's table while it shows the choice; else the one regrouped here
+    document.querySelectorAll(".zoo-board").forEach(board => {
+      const term = data.boards[Number(board.dataset.board)];
+      const server = board.querySelector(".zoo-board-server");
+      const rows = [...server.querySelectorAll("table.leaderboard tbody tr")];
+      const runsOf = row => JSON.parse(row.dataset.runs || "[]");
+      const whole = rows.every(row => new Set(runsOf(row).map(shown)).size < 2);  // a row all in or all out
+      let page = board.querySelector(".zoo-board-page");
+      if (!page) board.append(page = element("div", {class: "zoo-board-page", hidden: ""}));
+      if (!term || (!choice.by && whole)) {
+        rows.forEach(row => { row.hidden = !runsOf(row).some(shown); });
+        server.hidden = false;
+        page.hidden = true;
+        return;
+      }
+      const runs = data.order.filter(id => shown(id) && data.runs.get(id).board === Number(board.dataset.board))
+        .map(id => data.runs.get(id));
+      if (!runs.length) {
+        page.innerHTML = '<p class="note">No run of this board is shown.</p>';
+        server.hidden = true;
+        page.hidden = false;
+        return;
+      }
+      const heading = choice.by || "configuration";
+      const table = ZooBoard.table(ZooBoard.regroup(runs, groupOf, term), term, row => colourOf(row.runs[0]), heading);
+      const grouped = choice.by ? `grouped by ${choice.by}` : "by configuration";
+      page.innerHTML = table + `<p class="note">Regrouped in the page: ${escape(grouped)}, over the ` +
+        `${runs.length} run${runs.length === 1 ? "" : "s"} shown; mean ± std over each row's finished runs, a ` +
+        "configuration's runs of one seed counted once; bold: the best mean of each metric. zoo compare --by " +
+        `${escape(choice.by || "KEY")} --baseline ROW tests the differences.</p>`;
+      server.hidden = true;
+      page.hidden = false;
+    });
+  }
+
+  function chooseFigures() {  // a figure drawn on the server hides the traces of runs none of which is shown
+    document.querySelectorAll(".zoo-figure.js-plotly-plot").forEach(figure => {
+      const visible = figure.data.map(trace => !trace.meta?.runs || trace.meta.runs.some(shown));
+      if (visible.some((v, k) => v !== (figure.data[k].visible !== false))) Plotly.restyle(figure, {visible});
+    });
   }
 
   // ------------------------------------------------------------------ settings
@@ -316,20 +475,38 @@ const Zoo = (() => {
       new Set(ids.map(id => canonical((data.settings.get(id) ?? {})[key]))).size > 1);
   }
 
-  function drawParallel() {
+  // The settings that tell the runs ``ids`` apart as zoo compare names its rows (zoo.report.aggregate._differs): a
+  // component's field (encoder.ff_dim) only between runs of the same component, whose name says the rest.
+  function telling(ids, keep = () => true) {
+    const settingsOf = id => data.settings.get(id) ?? {};
+    return varying(ids, keep).filter(key => {
+      const parts = key.split(".");
+      const parents = parts.slice(0, -1).map((_, k) => parts.slice(0, parts.length - 1 - k).join("."));
+      const named = parents.find(parent => ids.some(id => parent in settingsOf(id)));
+      const values = new Map();
+      ids.forEach(id => {
+        const within = named ? canonical(settingsOf(id)[named]) : "";
+        values.set(within, (values.get(within) ?? new Set()).add(canonical(settingsOf(id)[key])));
+      });
+      return [...values.values()].some(seen => seen.size > 1);
+    });
+  }
+
+  function drawParallel() {  // the runs listed (filter, ticks); a brush on an axis keeps some of them (brushed)
     const chart = document.querySelector("#zoo-settings .zoo-parallel");
     const counts = new Map();
     data.order.forEach(id => counts.set(data.runs.get(id).monitor, (counts.get(data.runs.get(id).monitor) ?? 0) + 1));
     const monitor = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
     const score = run => (isNumber(run.best) ? run.best : run.latest?.[monitor]);
-    const ids = data.order.filter(id => data.runs.get(id).monitor === monitor && isNumber(score(data.runs.get(id))));
-    const keys = varying(ids, key => !ignored(key));
+    const ids = data.order.filter(id => listed(id) && data.runs.get(id).monitor === monitor &&
+                                        isNumber(score(data.runs.get(id))));
+    const keys = telling(ids, key => !ignored(key));
     const note = document.querySelector("#zoo-settings .zoo-parallel-note");
     const title = document.querySelector("#zoo-settings .zoo-parallel-title");
     note.hidden = ids.length > 1 && keys.length > 0;
     chart.hidden = title.hidden = !note.hidden;
-    title.textContent = `The settings that vary across runs, against validation ${monitor} (the best so far; drag ` +
-      "along an axis to pick runs)";
+    title.textContent = `The settings that vary across the runs listed, against validation ${monitor} (the best so ` +
+      "far); drag along an axis to keep the runs in a range (in every chart and table), click the axis to let go";
     if (!note.hidden || !parallel.seen) return;
     const previous = new Map((chart.data?.[0]?.dimensions ?? []).map(d => [d.label, d.constraintrange]));
     const dimensions = keys.map(key => {
@@ -345,27 +522,57 @@ const Zoo = (() => {
     const drawn = JSON.stringify(dimensions);
     if (drawn === parallel.drawn) return;
     parallel.drawn = drawn;
+    parallel.ids = ids;
     dimensions.forEach(d => previous.get(d.label) && (d.constraintrange = previous.get(d.label)));
     const trace = {type: "parcoords", dimensions,
                    line: {color: scores, colorscale: "Viridis", showscale: true, colorbar: {title: {text: monitor}}}};
     Plotly.react(chart, [trace], {height: 420, margin: {t: 50, r: 80, b: 30, l: 80}, uirevision: "kept"}, CONFIG);
+    if (!chart.zooBrushes) {
+      chart.zooBrushes = true;
+      chart.on("plotly_restyle", () => {
+        if (brush()) keepInPlace(drawChoice);
+      });
+    }
+    brush();
+  }
+
+  function brush() {  // the runs within every brushed range of the parallel coordinates (null: no brush); changed?
+    const chart = document.querySelector("#zoo-settings .zoo-parallel");
+    const dimensions = chart.data?.[0]?.dimensions ?? [];
+    const ranges = dimensions.map(({constraintrange: r}) => (r && r.length ? (Array.isArray(r[0]) ? r : [r]) : null));
+    let kept = null;
+    if (ranges.some(Boolean)) {
+      kept = new Set(parallel.ids.filter((_, k) => dimensions.every((d, j) => !ranges[j] ||
+        ranges[j].some(([low, high]) => d.values[k] >= low && d.values[k] <= high))));
+    }
+    const changed = JSON.stringify(kept && [...kept]) !== JSON.stringify(choice.brushed && [...choice.brushed]);
+    choice.brushed = kept;
+    return changed;
+  }
+
+  function unbrush() {
+    const chart = document.querySelector("#zoo-settings .zoo-parallel");
+    const dimensions = chart.data?.[0]?.dimensions ?? [];
+    const cleared = Object.fromEntries(dimensions.map((_, k) => [`dimensions[${k}].constraintrange`, null]));
+    Plotly.restyle(chart, cleared);  // plotly_restyle: brush() finds none, and the page is drawn again
   }
 
   function drawDiff() {
     const root = document.getElementById("zoo-settings");
     const [first, second] = root.querySelectorAll(".zoo-diff select");
-    const options = data.order.map(id => [id, `${data.runs.get(id).label} — ${shortName(id)}`]);
-    fillSelect(first, options, first.value || data.order[0]);
-    const other = data.order.find(id => data.runs.get(id).group !== data.runs.get(first.value)?.group);
-    fillSelect(second, options, second.value || other || data.order[1] || data.order[0]);
+    const ids = shownIds().length ? shownIds() : data.order;
+    const options = ids.map(id => [id, `${data.runs.get(id).label} — ${shortName(id)}`]);
+    fillSelect(first, options, first.value || ids[0]);
+    const other = ids.find(id => data.runs.get(id).group !== data.runs.get(first.value)?.group);
+    fillSelect(second, options, second.value || other || ids[1] || ids[0]);
     const table = root.querySelector(".zoo-diff-table");
     const keys = varying([first.value, second.value]).sort();
-    const shown = value => (value === undefined ? "—" : typeof value === "string" ? value : canonical(value));
+    const value = v => (v === undefined ? "—" : typeof v === "string" ? v : canonical(v));
     table.innerHTML = keys.length
       ? `<table class="zoo-diff"><thead><tr><th>setting</th><th>${escape(shortName(first.value))}</th>` +
         `<th>${escape(shortName(second.value))}</th></tr></thead><tbody>` +
-        keys.map(key => `<tr><td>${escape(key)}</td><td>${escape(shown(data.settings.get(first.value)?.[key]))}</td>` +
-                        `<td>${escape(shown(data.settings.get(second.value)?.[key]))}</td></tr>`).join("") +
+        keys.map(key => `<tr><td>${escape(key)}</td><td>${escape(value(data.settings.get(first.value)?.[key]))}</td>` +
+                        `<td>${escape(value(data.settings.get(second.value)?.[key]))}</td></tr>`).join("") +
         "</tbody></table>"
       : '<p class="note">These two runs have every setting alike.</p>';
   }
@@ -382,7 +589,10 @@ const Zoo = (() => {
       if (!seen.some(entry => entry.isIntersecting)) return;
       observer.disconnect();
       parallel.seen = true;
-      drawParallel();
+      keepInPlace(() => {
+        drawParallel();
+        drawChoice();
+      });
     }).observe(root.querySelector(".zoo-parallel"));
   }
 
@@ -398,53 +608,91 @@ const Zoo = (() => {
     });
   }
 
-  function swap(container, html) {  // new sections in; each figure stays the element it was, zoom and all
-    const fresh = element("div", {}, html);
-    const kept = [...container.querySelectorAll(".zoo-figure")];
-    fresh.querySelectorAll(".zoo-figure").forEach((placeholder, k) => {
+  // New sections in where they changed; a section alike is kept as it is (its charts, the reader's sorting), and
+  // a changed one keeps its figures (the same elements, zoom and all) and the sorting of its tables.
+  function swap(container, html) {
+    keepInPlace(() => {
+      const held = new Map([...container.querySelectorAll(":scope > .zoo-section")].map(s => [s.dataset.key, s]));
+      const fresh = [...element("div", {}, html).children];
+      const next = fresh.map(section => {
+        const old = held.get(section.dataset.key);
+        if (old && old.zooSource === section.outerHTML) return old;
+        const source = section.outerHTML;
+        if (old) keepFigures(old, section);
+        section.zooSource = source;
+        return section;
+      });
+      container.replaceChildren(...next);
+      drawFigures(container);
+      drawBoards();
+      chooseFigures();
+    });
+  }
+
+  function keepFigures(old, section) {
+    const kept = [...old.querySelectorAll(".zoo-figure")];
+    section.querySelectorAll(".zoo-figure").forEach((placeholder, k) => {
       if (!kept[k]) return;
-      kept[k].querySelectorAll(":scope > script").forEach(old => old.remove());
+      kept[k].querySelectorAll(":scope > script").forEach(script => script.remove());
       kept[k].prepend(placeholder.querySelector("script"));
       placeholder.replaceWith(kept[k]);
     });
-    const sorted = [...container.querySelectorAll("table")].map(t => t.querySelector("th[data-order]"));
-    const height = container.offsetHeight, above = container.getBoundingClientRect().bottom < 0;
-    container.replaceChildren(...fresh.childNodes);
-    drawFigures(container);
-    container.querySelectorAll("table").forEach((table, k) => {  // the reader's sorting of each table stays
+    const sorted = [...old.querySelectorAll("table")].map(t => t.querySelector("th[data-order]"));
+    section.querySelectorAll("table").forEach((table, k) => {  // the reader's sorting of each table stays
       const th = sorted[k] && table.querySelectorAll("th")[[...sorted[k].parentNode.children].indexOf(sorted[k])];
       if (th && typeof sortTable === "function") {
         for (let turn = 0; turn < (sorted[k].dataset.order === "down" ? 2 : 1); turn++) sortTable(th);
       }
     });
-    if (above) window.scrollBy(0, container.offsetHeight - height);  // what the reader looks at does not move
   }
 
   // ------------------------------------------------------------------ the page
-  function update(state) {
-    const changed = merge(state);
+  function drawChoice() {  // everything the choice of runs and grouping changes
+    recolour();
+    drawBar();
     drawRuns();
-    if (changed.curves) drawCurves();
-    if (changed.settings || changed.curves) {
+    drawCurves();
+    drawBoards();
+    chooseFigures();
+    drawDiff();
+  }
+
+  function redraw() {  // the reader changed the choice: the parallel coordinates too (their runs), in place
+    keepInPlace(() => {
       drawParallel();
-      drawDiff();
-    }
+      drawChoice();
+    });
+  }
+
+  function update(state) {
+    keepInPlace(() => {
+      const changed = merge(state);
+      drawBar();
+      drawRuns();
+      drawBoards();
+      if (changed.curves) drawCurves();
+      if (changed.settings || changed.curves) {
+        drawParallel();
+        drawDiff();
+      }
+    });
   }
 
   function start() {
     const state = JSON.parse(document.getElementById("zoo-data").textContent);
     merge(state);
+    document.querySelectorAll("#zoo-top > .zoo-section, #zoo-bottom > .zoo-section")
+      .forEach(section => { section.zooSource = section.outerHTML; });
     drawFigures(document.body);
+    buildBar();
     buildCurves();
     buildSettings();
-    drawRuns();
-    drawCurves();
     drawParallel();
-    drawDiff();
+    drawChoice();
     api.since = {cursor: state.cursor, server: state.server, sections: state.sections};
   }
 
-  const api = {update, swap, data, since: null};
+  const api = {update, swap, data, choice, since: null, palette: keys => ZooPalette.palette(keys, data.palette)};
   document.addEventListener("DOMContentLoaded", start);
   return api;
 })();
