@@ -36,12 +36,15 @@ SMALL_DATA = {
     "scenes": ["dataset.train_size=32", "dataset.val_size=4", "dataset.test_size=2"],
     "parallel": [],  # reads the tiny corpus written by tiny_multi30k()
     "karpathy": ["task.image_size=64"],  # reads the tiny split file and images written by tiny_karpathy()
+    "listops": ["dataset.train_size=64", "dataset.val_size=4", "dataset.test_size=2", "dataset.max_length=64"],
+    "recall": ["dataset.train_size=64", "dataset.val_size=4", "dataset.test_size=2"],
 }
 # Narrow widths for default components, applied only to the groups a preset leaves alone.
 SMALL_MODEL = {
     ("frontend", "tokens"): ["frontend.dim=32"],
     ("encoder", "gru"): ["encoder.hidden_size=32"],
     ("decoder", "rnn"): ["decoder.hidden_size=32", "decoder.embed_dim=32"],
+    ("decoder", "classifier"): ["decoder.hidden_size=32"],
     ("frontend", "cnn"): ["frontend.channels=[4,8,8]", "frontend.dim=32"],
     ("frontend", "patches"): ["frontend.dim=32"],
 }
