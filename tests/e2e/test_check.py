@@ -35,7 +35,7 @@ class FlatScorer(Attention):
 def test_zoo_check_passes_the_readme_scorer_and_names_a_broken_shape(tmp_path):
     folder = tmp_path / "my_plugins"
     folder.mkdir()
-    (folder / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
+    (folder / "distance.py").write_text(fenced_block_after("<!-- docs-test: plugin my_plugins/distance.py -->"))
     (folder / "flat.py").write_text(FLAT_SCORER)
     good = fork_zoo("check", "distance", "--plugin-dir", str(folder), cwd=tmp_path)
     assert good.stdout.startswith("attention/distance [zoo.registry.folders.my_plugins.distance]: ")

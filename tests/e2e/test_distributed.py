@@ -84,7 +84,7 @@ def test_ddp_on_two_cpu_processes_writes_one_run_and_scores_whole_splits(tmp_pat
 
 def test_joblib_sweep_workers_import_a_folder_plugin(tmp_path):
     (tmp_path / "my_plugins").mkdir()
-    scorer = fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->")  # the README's example plugin
+    scorer = fenced_block_after("<!-- docs-test: plugin my_plugins/distance.py -->")  # the README's example plugin
     (tmp_path / "my_plugins" / "distance.py").write_text(scorer)
     sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "attention=distance"]  # in a loky worker
     run_zoo(

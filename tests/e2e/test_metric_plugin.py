@@ -1,31 +1,22 @@
-"""A user's metric plugin, written as the README shows, is reported, monitored and compared with no other change."""
+"""A metric plugin written as docs/plugins/metric.md shows is reported, monitored and compared with no other change."""
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 
 import pytest
 import torch
-from helpers import ROOT, TINY, fork_zoo
+from helpers import TINY, fenced_block_after, fork_zoo
 
 pytestmark = pytest.mark.slow
-
-README = (ROOT / "README.md").read_text()
-
-
-def readme_block(marker: str) -> str:
-    match = re.search(re.escape(marker) + r"\s*```\w*\n(.*?)```", README, re.S)
-    assert match, f"README lost its block after {marker!r}"
-    return match.group(1)
 
 
 def test_ter_plugin_drives_checkpoints_early_stopping_summary_and_compare(tmp_path):
     plugin = tmp_path / "my_plugins" / "ter.py"
     plugin.parent.mkdir()
-    plugin.write_text(readme_block("<!-- readme-test: metric my_plugins/ter.py -->"))
-    command = shlex.split(readme_block("<!-- readme-test: metric commands -->").split("#")[0])
+    plugin.write_text(fenced_block_after("<!-- docs-test: plugin my_plugins/ter.py -->"))
+    command = shlex.split(fenced_block_after("<!-- docs-test: run -->", page="docs/plugins/metric.md").split("#")[0])
     assert command[:2] == ["zoo", "train"]
     run_dir = tmp_path / "run"
     fork_zoo(*command[1:], *TINY, "trainer.max_epochs=2", f"hydra.run.dir={run_dir}", cwd=tmp_path)

@@ -63,7 +63,7 @@ def write_plugin_folder(folder: Path) -> Path:
     """A plugin folder with the README's `distance` scorer and a third party's `sorting` task (its own kind of
     source, its dataset and frontend: helpers.plugins)."""
     folder.mkdir(parents=True)
-    (folder / "distance.py").write_text(fenced_block_after("<!-- readme-test: file my_plugins/distance.py -->"))
+    (folder / "distance.py").write_text(fenced_block_after("<!-- docs-test: plugin my_plugins/distance.py -->"))
     (folder / "sorting.py").write_text(NUMBERS_PLUGIN)
     return folder
 
