@@ -97,3 +97,28 @@ def test_tensorboard_and_mlflow_presets_log_the_run(tracked_run, monkeypatch):
     curve = {step: row[TRAIN_GRAD_NORM] for step, row in training_rows(run_dir).items()}
     history = client.get_metric_history(run.info.run_id, TRAIN_GRAD_NORM)
     assert {metric.step: metric.value for metric in history} == pytest.approx(curve), "the tracker gets metrics.csv's"
+
+
+def test_tensorboard_gets_the_flat_config_against_the_final_metrics_as_hparams(tracked_run):
+    """One set of HParams, written once the run has its results: every key of config.yaml, dotted as W&B gets
+    them (not the module's nested ``cfg``), against the test scores, costs and latency zoo compare sorts by."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    written = []
+    for events in sorted((tracked_run / "tensorboard").glob("events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events))
+        accumulator.Reload()
+        if "_hparams_/experiment" in accumulator.summary_metadata:
+            written.append((accumulator, accumulator.PluginTagToContent("hparams")))
+    ((accumulator, content),) = written
+    data = plugin_data_pb2.HParamsPluginData
+    hparams = data.FromString(content["_hparams_/session_start_info"]).session_start_info.hparams
+    config = OmegaConf.to_container(OmegaConf.load(tracked_run / "config.yaml"))
+    assert hparams["encoder.hidden_size"].number_value == config["encoder"]["hidden_size"] and "cfg" not in hparams
+    assert hparams["config_key"].string_value == json.loads((tracked_run / "summary.json").read_text())["config_key"]
+    metrics = [info.name.tag for info in data.FromString(content["_hparams_/experiment"]).experiment.metric_infos]
+    summary = json.loads((tracked_run / "summary.json").read_text())
+    assert {"test/bleu", "best_val/bleu", "parameters/trainable", "latency_ms/greedy"} <= set(metrics)
+    (final,) = accumulator.Scalars("test/bleu")
+    assert final.step == summary["steps"] and final.value == pytest.approx(summary["test"]["bleu"]["score"])

@@ -118,6 +118,19 @@ def test_each_job_of_a_sweep_gets_its_own_finished_run(sweep):
         assert [row[2] for row in rows["data"]] == [item["hypothesis"] for item in first]
 
 
+def test_wandb_gets_the_config_once_and_flat(sweep):
+    """Every key of config.yaml, dotted, and the config key, when the run starts; no later update adds the
+    module's nested hyperparameters (``cfg``) as a second copy."""
+    from zoo.run.identity import flat
+
+    (log,) = (sweep / "0" / "wandb").glob("offline-run-*/*.wandb")
+    updates = [record for record in wandb_records(log) if record.WhichOneof("record_type") == "config"]
+    config = OmegaConf.to_container(OmegaConf.load(sweep / "0" / "config.yaml"))
+    keys = {key for key in offline_run(sweep / "0")["config"] if not key.startswith("_")}  # not wandb's own
+    later = [item.key or item.nested_key[0] for update in updates for item in update.config.update]
+    assert keys == {*flat(config), "config_key"} and [key for key in later if not key.startswith("_")] == []
+
+
 def test_each_job_logs_into_the_wandb_run_its_summary_names(sweep):
     ids = []
     for job in ("0", "1"):

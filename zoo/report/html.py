@@ -46,6 +46,8 @@ from zoo.search.report import Family, expected_best_figure, format_search
 SCRIPTS = ("report.js", "palette.js", "board.js", "charts.js", "live.js", "samples.js")
 STYLES = ("report.css", "charts.css", "samples.css")
 
+#: A chart's height in pixels, unless it sets its own.
+FIGURE_HEIGHT = 380
 #: An end tag that would close the inline ``<style>`` or ``<script>`` early.
 _CLOSES_INLINE = re.compile(r"</(style|script)", re.IGNORECASE)
 
@@ -109,10 +111,16 @@ def _cell(cell: Cell, numeric: bool) -> str:
 
 def _figure(fig: go.Figure) -> str:
     """A chart as a placeholder holding its Plotly JSON, which ``charts.js`` plots: a dashboard's update of the
-    section swaps the JSON and keeps the plotted chart, and with it the reader's zoom."""
-    fig.update_layout(template="plotly_white", margin={"t": 40, "b": 40}, height=380, uirevision="kept")
+    section swaps the JSON and keeps the plotted chart, and with it the reader's zoom. Its height is its layout's,
+    else :data:`FIGURE_HEIGHT`."""
+    fig.update_layout(template="plotly_white", margin={"t": 40, "b": 40}, uirevision="kept")
+    height = fig.layout.height or FIGURE_HEIGHT
+    fig.update_layout(height=height)
     spec = fig.to_json().replace("</", "<\\/")
-    return f'<div class="zoo-figure plotly-graph-div"><script type="application/json">{spec}</script></div>'
+    return (  # its height reserved before Plotly draws it: nothing below it moves then
+        f'<div class="zoo-figure plotly-graph-div" style="min-height:{height}px">'
+        f'<script type="application/json">{spec}</script></div>'
+    )
 
 
 def pareto_front(points: list[tuple[float, float]], higher_is_better: bool) -> list[tuple[float, float]]:

@@ -106,7 +106,7 @@ def run_info(run: Run, label: str, updated: float, place: dict[str, float], colo
             "status": run.status,
             "phase": summary.get("phase"),
             "epoch": epoch,
-            "max_epochs": summary.get("max_epochs", run.settings.get("trainer.max_epochs")),
+            "max_epochs": summary.get("max_epochs") or run.settings.get("trainer.max_epochs"),
             "step": step,
             "monitor": summary.get("monitor"),
             "latest": summary.get("latest_val", {}),

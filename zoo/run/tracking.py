@@ -3,7 +3,7 @@
 At the start, who a run is: its group (the sweep or experiment it belongs to), one tag
 per component (``encoder=gru``) and a flat config, so a tracker's UI can group and filter
 runs. At the end, what it measured: sample outputs as a W&B table and the final test
-scores, costs and latency in the W&B run summary (as metrics in MLflow). And one W&B run
+scores, costs and latency in the W&B run summary (as metrics in MLflow, as TensorBoard's HParams). And one W&B run
 per job: Lightning leaves its run open in the process, where a sweep's next job would
 otherwise go on logging into it; each gets its own W&B run id, the one its ``summary.json`` names, and a resumed
 run logs into its own W&B run again.
@@ -101,6 +101,8 @@ def send_results(trainer: Any, summary: dict, test: dict | None, task: Any, samp
             logger.experiment.summary.update(metrics)
         elif isinstance(logger, MLFlowLogger):
             logger.log_metrics(metrics, step=trainer.global_step)
+        elif hasattr(logger, "log_results"):  # TensorBoard: its HParams, the config against these metrics
+            logger.log_results(metrics, trainer.global_step)
 
 
 def finish_wandb_run(exit_code: int) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger, WandbLogger
 from omegaconf import DictConfig
 
 from zoo.errors import ZooError
@@ -42,22 +42,16 @@ def make_loggers(cfg: DictConfig, run_dir: Path, wandb_run_id: str | None = None
     if cfg.logger.wandb:
         loggers.append(wandb_logger(cfg, run_dir, wandb_run_id))
     if cfg.logger.tensorboard:
-        from lightning.pytorch.loggers import TensorBoardLogger
-
-        loggers.append(
-            TensorBoardLogger(save_dir=str(run_dir), name="tensorboard", version="", default_hp_metric=False)
-        )
+        loggers.append(tensorboard_logger(cfg, run_dir))
     if cfg.logger.mlflow:
         loggers.append(mlflow_logger(cfg, run_dir))
     return loggers
 
 
 def wandb_logger(cfg: DictConfig, run_dir: Path, run_id: str | None) -> Any:
-    """The W&B run ``run_id`` in ``run_dir/wandb/``: grouped by sweep or experiment, tagged and configured for
-    filtering."""
-    from lightning.pytorch.loggers import WandbLogger
-
-    return WandbLogger(
+    """The W&B run ``run_id`` in ``run_dir/wandb/``: grouped by sweep or experiment, tagged, and configured once,
+    flat, for filtering (Lightning's later call with the module's nested hyperparameters is left out)."""
+    return FlatConfigWandbLogger(
         id=run_id,
         project=cfg.logger.project,
         save_dir=str(run_dir),
@@ -68,6 +62,40 @@ def wandb_logger(cfg: DictConfig, run_dir: Path, run_id: str | None) -> Any:
         job_type="train",
         config=flat_config(cfg),
     )
+
+
+def tensorboard_logger(cfg: DictConfig, run_dir: Path) -> Any:
+    """TensorBoard in ``run_dir/tensorboard/``, its HParams the flat config (as W&B's) against the run's final
+    metrics, written once the run has them (``log_results``, from :func:`zoo.run.tracking.send_results`); Lightning's
+    call at the start, with the module's nested hyperparameters and no metric, is left out."""
+    return HParamsTensorBoardLogger(
+        flat_config(cfg), save_dir=str(run_dir), name="tensorboard", version="", default_hp_metric=False
+    )
+
+
+class FlatConfigWandbLogger(WandbLogger):
+    """W&B's logger, configured once, flat, when its run starts (``config=``)."""
+
+    def log_hyperparams(self, params: Any) -> None:
+        """Nothing: the module's nested hyperparameters (``cfg``), which Lightning sends, would be a second copy."""
+
+
+class HParamsTensorBoardLogger(TensorBoardLogger):
+    """TensorBoard's logger whose HParams are ``config`` against the run's final metrics (:meth:`log_results`)."""
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.config = config
+
+    def log_hyperparams(self, params: Any, metrics: dict | None = None, step: int | None = None) -> None:
+        """Only the call with results: Lightning's at the start, the module's hyperparameters without a metric,
+        would write none and keep the nested ``cfg`` as the run's hparams."""
+        if metrics is not None:
+            super().log_hyperparams(params, metrics, step)
+
+    def log_results(self, metrics: dict[str, float], step: int) -> None:
+        """The HParams: the config against ``metrics``, whose scalars are written at ``step``."""
+        self.log_hyperparams(self.config, metrics, step)
 
 
 def mlflow_logger(cfg: DictConfig, run_dir: Path) -> Any:

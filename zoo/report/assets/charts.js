@@ -72,12 +72,15 @@ const Zoo = (() => {
     groupColours = ZooPalette.palette(data.order.map(id => groupOf(data.runs.get(id))[0]), data.palette);
   }
 
-  // What the reader looks at keeps its place: the first section (of the page's .zoo-section parts) not above the
-  // bar is found again after ``change`` and the page scrolled by what it moved. The browser's own anchoring is off
-  // (report.css): it cannot follow a section that is replaced.
+  // What the reader looks at keeps its place: the first section (of the page's .zoo-section parts) that starts in
+  // view below the bar, else the one the view is inside, is found again after ``change`` and the page scrolled by
+  // what it moved. The browser's own anchoring is off (report.css): it cannot follow a section that is replaced.
   function keepInPlace(change) {
     const top = document.getElementById("zoo-bar")?.getBoundingClientRect().bottom ?? 0;
-    const anchor = [...document.querySelectorAll(".zoo-section")].find(s => s.getBoundingClientRect().bottom > top);
+    const sections = [...document.querySelectorAll(".zoo-section")];
+    const starts = sections.map(section => section.getBoundingClientRect().top);
+    const anchor = sections.find((_, k) => starts[k] >= top && starts[k] < window.innerHeight) ??
+      sections.filter((_, k) => starts[k] < top).pop();
     const key = anchor?.dataset.key, before = anchor?.getBoundingClientRect().top;
     change();
     const again = key && document.querySelector(`.zoo-section[data-key="${CSS.escape(key)}"]`);
