@@ -28,7 +28,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-backgroun
 SHOTS = {
     "site_front.png": ("", None),
     "site_plugins.png": ("plugins/encoder/", None),
-    "site_config.png": ("reference/configuration/", "#encoder-gru"),
+    "site_config.png": ("reference/configuration/", "#kind-encoder"),
 }
 
 

@@ -27,13 +27,10 @@ REGISTERED = re.compile(r'@register\("(\w+)", "(\w+)"\)')
 
 
 def commands(kind: str) -> list[str]:
-    """Each distinct command line of the blocks marked ``kind``, comments dropped, in the pages' order."""
-    lines = [
-        line.split("  #")[0].strip()
-        for _, what, block in marked_blocks()
-        if what == kind
-        for line in block.splitlines()
-    ]
+    """Each distinct command of the blocks marked ``kind``, continued lines joined and comments dropped, in the
+    pages' order."""
+    blocks = [block.replace("\\\n", " ") for _, what, block in marked_blocks() if what == kind]
+    lines = [" ".join(line.split("  #")[0].split()) for block in blocks for line in block.splitlines()]
     return list(dict.fromkeys(line for line in lines if line))
 
 

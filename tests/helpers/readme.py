@@ -4,7 +4,8 @@ before it, ``<!-- docs-test: WHAT -->``, which a reader never sees:
 ``plugin my_plugins/NAME.py``
     a plugin's whole source, as a reader saves it at that path;
 ``run``
-    shell commands, run one by one in a folder holding every ``plugin`` example (each must succeed);
+    shell commands, run one by one in a folder holding every ``plugin`` example (each must succeed); a line
+    ending in ``\\`` goes on on the next;
 ``compose``
     ``zoo train`` command lines, each checked as ``zoo train`` checks it before anything trains.
 """
