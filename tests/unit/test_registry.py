@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass
 
@@ -117,3 +118,16 @@ def test_config_without_name_is_rejected():
 def test_unknown_kind_is_rejected():
     with pytest.raises(registry.RegistryError, match="unknown component kind"):
         registry.register("no_such_kind", "x")
+
+
+def test_a_plugin_folder_is_discovered_once_per_process(tmp_path, monkeypatch):
+    """The command line's discovery serves the job in the same process; another process discovers for itself."""
+    monkeypatch.setenv(discovery.ENV_VAR, os.environ.get(discovery.ENV_VAR, ""))  # discovery exports the folder
+    folder = tmp_path / "discovered_once"
+    folder.mkdir()
+    (folder / "nothing.py").write_text('"""A plugin file that registers nothing."""\n')
+    discovery.discover([str(folder)])
+    loaded = []
+    monkeypatch.setattr(discovery, "load_folder", loaded.append)
+    discovery.discover([str(folder)])
+    assert loaded == []

@@ -286,34 +286,26 @@ class Claim:
             self.lock = None
 
 
-_CLAIMS: dict[Path, Claim] = {}  # run directories this process holds (a claim is re-entrant)
-
-
 @contextmanager
 def claim_run_dir(run_dir: Path, writes: bool = True, mode: ResumeMode = ResumeMode.never) -> Iterator[Claim]:
-    """Hold ``run_dir`` for one job: refused at once (:class:`RunDirRefused`, nothing changed) unless it is
-    new or empty and no other process holds it; :meth:`Claim.acquire` locks it before the first write, and
-    the lock is removed when the block ends, however it ends. Re-entrant: the entry claims, ``train`` asks again.
+    """Hold ``run_dir`` for one job (:func:`zoo.run.job.run_job` claims it once): refused at once
+    (:class:`RunDirRefused`, nothing changed) unless it is new or empty and no other process holds it;
+    :meth:`Claim.acquire` locks it before the first write, and the lock is removed when the block ends, however it
+    ends.
 
     ``writes=False`` (DDP ranks > 0, relaunched into rank 0's directory) checks and locks nothing.
     ``mode`` auto or must also accepts a directory holding a run to continue (:func:`check_run_dir`).
     """
     key = Path(run_dir).resolve()
-    held = _CLAIMS.get(key)
-    if held is not None:
-        yield held
-        return
     verdict = Verdict.start
     if writes:
         verdict = check_run_dir(key, mode=mode)  # read-only
     elif mode in CONTINUING and (key / LAST_CHECKPOINT).is_file():
         verdict = Verdict.resume  # a DDP rank > 0 follows what rank 0 decided (rank 0 holds the lock: no check here)
     claim = Claim(key, writes, ResumeMode(mode), verdict)
-    _CLAIMS[key] = claim
     try:
         yield claim
     finally:
-        _CLAIMS.pop(key, None)
         claim.release()
 
 

@@ -5,8 +5,8 @@ A job goes through phases: ``setup`` (reading data, training tokenizers), ``star
 first validation batches), ``training`` and the ``validation`` rounds between its steps, ``averaging`` (with
 ``trainer.average_last``/``average_best``: the kept snapshots averaged and validated), ``test`` and
 ``outputs`` (latency, per-item scores, the printed result). Wherever a signal arrives, the job ends
-with :class:`RunInterrupted` naming the phase; :meth:`zoo.run.record.RunRecord.recording` records it in
-``summary.json`` (``interrupted``, with the phase) and the entry prints one line with what to run next
+with :class:`RunInterrupted` naming the phase; the job's boundary (:func:`zoo.run.job.run_job`) records it in
+``summary.json`` (``interrupted``, with the phase) and ``zoo train`` prints one line with what to run next
 and exits 128 + the signal's number, so a scheduler never mistakes a pre-empted job for a success.
 
 Only training has something worth finishing: there the signal asks for a stop, the step under way ends
@@ -183,7 +183,7 @@ class Interruptions(Callback):
         return self._answered >= self._received or now is None or now is not stuck or now.f_lasti != at
 
     def _end_here(self, signum: int) -> None:
-        """End the job from the watch: the line the entry prints, and its exit status (the ranks end with it)."""
+        """End the job from the watch: the line ``zoo train`` prints, and its exit status (the ranks end with it)."""
         run_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
         sys.stdout.flush()
         print(f"zoo: interrupted: {RunInterrupted(signum, self.phase, self.step).what_next(run_dir)}", file=sys.stderr)

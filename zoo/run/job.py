@@ -40,7 +40,7 @@ from zoo.run.layout import SUMMARY_FILE
 from zoo.run.provenance import write_run_files
 from zoo.run.record import RunRecord, write_json_atomic
 from zoo.run.resume import Resume, Verdict, resume_mode
-from zoo.run.tracking import finish_wandb_run
+from zoo.run.tracking import one_wandb_run_per_job
 
 log = logging.getLogger("zoo.run")
 
@@ -87,7 +87,6 @@ class RunFolder:
             self.record.interrupt(error)
         elif self.record is not None and isinstance(error, Exception):
             self.record.fail(error)
-        finish_wandb_run(exit_code=1)  # the next job of a sweep starts its own W&B run
         if sweep and self.writes and isinstance(error, Exception):
             if not isinstance(error, ZooError):  # a bug, not a bad input: keep the traceback in the job's log
                 log.error("the job failed", exc_info=error)
@@ -118,13 +117,11 @@ def run_job(cfg: DictConfig, train: Callable[[DictConfig, RunFolder], dict]) -> 
             folder = RunFolder(cfg, claim)
             try:
                 discover([to_absolute_path(d) for d in cfg.plugin_dirs])
-                with folder.interruptions.guard():
+                with folder.interruptions.guard(), one_wandb_run_per_job():  # in a sweep too, each job its own
                     if claim.verdict is Verdict.finished:
                         print(f"zoo: {run_dir} finished already; skipped (resume_mode=auto)", file=sys.stderr)
                         return json.loads((run_dir / SUMMARY_FILE).read_text())
-                    summary = train(cfg, folder)
-                    finish_wandb_run(exit_code=0)  # each job's W&B run ends with the job, in a sweep too
-                    return summary
+                    return train(cfg, folder)
             except BaseException as error:
                 folder.ended(error, sweep)
                 raise

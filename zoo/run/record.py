@@ -19,8 +19,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,18 +176,6 @@ class RunRecord(Callback):
         training measured, beside ``best_val``; the test scores it."""
         self.trained["average"] = average
         self._write("running", phase="test")
-
-    @contextmanager
-    def recording(self) -> Iterator[None]:
-        """Record how the block ends if it ends early: ``interrupted`` by a signal (with the phase), or ``failed``."""
-        try:
-            yield
-        except RunInterrupted as stop:
-            self.interrupt(stop)
-            raise
-        except Exception as error:
-            self.fail(error)
-            raise
 
     def interrupt(self, stop: RunInterrupted) -> None:
         """A signal stopped the run (:class:`zoo.run.interruptions.RunInterrupted`) in some phase."""
