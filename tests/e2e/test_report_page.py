@@ -79,6 +79,11 @@ def test_a_configuration_has_one_colour_on_every_chart_and_in_every_report(repor
         ".map(t => [t.name, t.marker.color]))"
     )
     assert {tuple(trace) for trace in drawn} == {(ADDITIVE, additive), (DOT, dot)}
+    rows = page.eval_on_selector_all(
+        ".zoo-board-server table.leaderboard tbody tr",
+        "rows => rows.map(r => [r.cells[0].innerText, r.style.getPropertyValue('--swatch')])",
+    )
+    assert rows == [[ADDITIVE, additive], [DOT, dot]]
     keys = ["key-additive", "model=gru", "encoder=transformer", "ünïcode", *(f"group {k}" for k in range(20))]
     assert page.evaluate("keys => Object.fromEntries(Zoo.palette(keys))", keys) == palette(keys), "the script's rule"
 
@@ -127,7 +132,14 @@ def test_runs_are_grouped_by_any_setting_in_the_leaderboard_and_the_curves(repor
     ]
     choose(page, "#zoo-lines", "groups")
     assert [name for name, _ in shown_traces(page, "val/bleu")] == ["seed=1 (2 runs)", "seed=2 (1 run)"]
+    page.select_option("#zoo-by", "attention")  # a group of one configuration keeps the configuration's colour
+    by_attention = dict(shown_traces(page, "val/bleu"))
     page.select_option("#zoo-by", "")
+    by_configuration = dict(shown_traces(page, "val/bleu"))
+    assert by_attention == {
+        "attention=additive (2 runs)": by_configuration[f"{ADDITIVE} (2 runs)"],
+        "attention=dot (1 run)": by_configuration[f"{DOT} (1 run)"],
+    }
     assert page.is_visible(".zoo-board-server") and page.errors == []
 
 

@@ -69,7 +69,8 @@ class Group:
     #: What tells apart configurations that no setting does: `` [config key]`` after the label, else empty.
     tag: str = ""
     #: What its colour is derived from (:mod:`zoo.report.colours`): its configuration's key (a run's path without
-    #: one), or for a ``by`` row, its label (``encoder=gru``), as the page names a group it makes.
+    #: one), also for a ``by`` row of one configuration; a ``by`` row pooling several, its label (``encoder=gru``), as
+    #: the page names a group it makes.
     key: str = ""
     metrics: dict[str, Stat] = field(default_factory=dict)
     costs: dict[str, Stat] = field(default_factory=dict)
@@ -285,8 +286,10 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
     groups = []
     members = list(buckets.values())
     named = _names(members, by)
-    for (label, tag), settings, (key, its_runs) in zip(_labels(members, named), named, buckets.items()):
-        group = Group(label, its_runs, settings, tag, label if by else key[0])
+    for (label, tag), settings, its_runs in zip(_labels(members, named), named, members):
+        pooled = len({_configuration(run) for run in its_runs}) > 1
+        colour_key = label if pooled else its_runs[0].summary.get("config_key") or str(its_runs[0].path)
+        group = Group(label, its_runs, settings, tag, colour_key)
         repetitions, done = group.repetitions, group.finished
         names = dict.fromkeys(name for run in done for name in run.summary.get("test", {}))
         left_out = group.non_finite

@@ -1,10 +1,14 @@
 """The comparison report: one self-contained HTML file (no network request) of a set of runs.
 
-A sortable leaderboard; every run with its status; curves of anything the runs logged (training loss,
-learning rate, gradient norm, validation scores: one select per chart, smoothing, log scale, one line per run
-or each configuration's mean ± std over its seeds); the settings that vary against the monitored metric
-(parallel coordinates) and a config diff of any two runs; quality against cost with the Pareto front, the
-task's breakdowns (scores by bucket), sample outputs side by side, and the attention pictures the runs hold.
+A sortable leaderboard that fits the page; every run with its status and progress; curves of anything the runs
+logged (training loss, learning rate, gradient norm, validation scores: one select per chart, smoothing, log
+scale, one line per run or each group's mean ± std); the settings that vary against the monitored metric (parallel
+coordinates) and a config diff of any two runs; quality against cost with the Pareto front, the task's breakdowns
+(scores by bucket), sample outputs side by side, the attention pictures the runs hold, and a search's expected
+best score and hyperparameter importance. A configuration has one colour on every chart
+(:mod:`zoo.report.colours`). In the page, the reader chooses runs (words, checkboxes, brushes on the parallel
+coordinates), groups them by any setting (the leaderboard regrouped as ``--by`` would) and downloads the
+leaderboard and the curves as CSV.
 
 The leaderboard and the sections after the charts are drawn here (Plotly figures as JSON, which
 ``assets/charts.js`` plots); the runs, curves and settings are drawn in the browser from the runs' data the page
@@ -65,12 +69,6 @@ def asset(name: str) -> str:
     return text
 
 
-def _table(header: list[str], rows: list[list[str]], css_class: str = "leaderboard") -> str:
-    head = "".join(f'<th onclick="sortTable(this)">{html.escape(h)}</th>' for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
 def leaderboard_table(board: Leaderboard, colours: dict[str, str]) -> str:
     """The leaderboard (:meth:`Leaderboard.view`, costs in SI units): each number's true value in ``data-value``,
     which its column sorts by (report.js), and its std's in ``data-std``, both of which its CSV keeps; each
@@ -81,13 +79,11 @@ def leaderboard_table(board: Leaderboard, colours: dict[str, str]) -> str:
     head = "".join(f'<th onclick="sortTable(this)">{html.escape(column.name)}</th>' for column in view.columns)
     rows = []
     for k, (group, significant) in enumerate(zip(board.groups, view.significant)):
-        first, *others = view.columns
-        swatch = f'<span class="zoo-swatch" style="background:{colours.get(group.key, PALETTE[0])}"></span>'
-        cells = f"<td>{swatch}{html.escape(first.cells[k].text)}</td>"
-        cells += "".join(_cell(column.cells[k], column.numeric) for column in others)
+        cells = "".join(_cell(column.cells[k], column.numeric) for column in view.columns)
         runs = html.escape(json.dumps([str(run.path) for run in group.runs]))
+        colour = f' style="--swatch:{colours.get(group.key, PALETTE[0])}"'  # drawn before its name (report.css)
         tint = ' class="significant"' if significant else ""
-        rows.append(f'<tr data-runs="{runs}"{tint}>{cells}</tr>')
+        rows.append(f'<tr data-runs="{runs}"{colour}{tint}>{cells}</tr>')
     shared = f'<p class="shared">{html.escape(view.shared_line())}</p>' if view.shared else ""
     legend = "bold: the best mean of each metric"
     if board.baseline:

@@ -111,14 +111,15 @@ const ZooBoard = (() => {
     const body = rows.map(row => {
       const n = row.configurations > 1 ? `${row.repetitions} (${row.configurations} cfg)` : String(row.repetitions);
       const cells = [
-        `<td><span class="zoo-swatch" style="background:${colourOf(row)}"></span>${escape(row.label)}</td>`,
+        `<td>${escape(row.label)}</td>`,
         `<td data-value="${row.repetitions}">${escape(n)}</td>`,
         ...metrics.map(name => numberCell(row.metrics[name], statText(row.metrics[name], digits[name]),
                                           row.metrics[name] && row.metrics[name].mean === best[name])),
         ...costs.map(name => numberCell(row.costs[name], statText(row.costs[name], term.decimals[name], units[name]))),
         `<td>${escape(row.statuses)}</td>`,
       ];
-      return `<tr data-runs="${escape(JSON.stringify(row.runs.map(run => run.id)))}">${cells.join("")}</tr>`;
+      const runs = escape(JSON.stringify(row.runs.map(run => run.id)));
+      return `<tr data-runs="${runs}" style="--swatch:${colourOf(row)}">${cells.join("")}</tr>`;
     });
     return `<table class="leaderboard"><thead><tr>${head}</tr></thead><tbody>${body.join("")}</tbody></table>`;
   }

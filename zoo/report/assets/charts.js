@@ -68,8 +68,15 @@ const Zoo = (() => {
   }
   const colourOf = run => (choice.by ? groupColours.get(groupOf(run)[0]) : run.colour);
   const groupSize = run => shownIds().filter(id => groupOf(data.runs.get(id))[0] === groupOf(run)[0]).length;
-  function recolour() {
-    groupColours = ZooPalette.palette(data.order.map(id => groupOf(data.runs.get(id))[0]), data.palette);
+  function recolour() {  // a group of one configuration keeps its colour; a group of several takes its name's
+    const members = new Map();
+    data.order.map(id => data.runs.get(id)).forEach(run => {
+      const [id] = groupOf(run);
+      members.set(id, [...(members.get(id) ?? []), run]);
+    });
+    const pooled = [...members].filter(([, runs]) => new Set(runs.map(run => run.group)).size > 1);
+    groupColours = ZooPalette.palette(pooled.map(([id]) => id), data.palette);
+    members.forEach((runs, id) => groupColours.has(id) || groupColours.set(id, runs[0].colour));
   }
 
   // What the reader looks at keeps its place: the first section (of the page's .zoo-section parts) that starts in
