@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.processes import PRELOAD
+from helpers.processes import fork_server
 from helpers.runs import TINY
 from zoo.run.claim import Lock
 
@@ -53,23 +52,16 @@ def _zoo_main(args: list[str], cwd: str, env: dict[str, str], out: str, err: str
         sys.stderr.flush()
 
 
-_server: multiprocessing.context.ForkServerContext | None = None
-
-
 def zoo_process(
     args: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
     """Run ``zoo ARGS`` in a fresh process (forked from a preloaded server) with ``stdin``'s bytes on its
     standard input and ``env`` added to its environment; its (exit status, stdout, stderr)."""
-    global _server
-    if _server is None:
-        _server = multiprocessing.get_context("forkserver")
-        _server.set_forkserver_preload(PRELOAD)
     out, err, given = (cwd.parent / f".{cwd.name}.{stream}" for stream in ("out", "err", "in"))
     if stdin is not None:
         given.write_bytes(stdin)
     env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
-    process = _server.Process(
+    process = fork_server().Process(
         target=_zoo_main, args=(list(args), str(cwd), env, str(out), str(err), None if stdin is None else str(given))
     )
     process.start()

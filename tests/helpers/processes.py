@@ -12,8 +12,32 @@ import tempfile
 import traceback
 from pathlib import Path
 
-#: What the fork server imports once, before it forks any command (helpers.battery's server is the same one).
-PRELOAD = ["helpers", "zoo.cli", "zoo.training.entry", "zoo.training.run", "zoo.inference.predictor"]
+#: What the fork server imports once, before it forks any command: helpers.forkserver (zoo, torch, Lightning and
+#: the built-in plugins) and the modules a test adds (those its forked functions live in).
+PRELOAD = ["helpers", "helpers.forkserver"]
+
+
+def fork_server(*preload: str) -> multiprocessing.context.ForkServerContext:
+    """The test process's one fork server, started on first use with :data:`PRELOAD` and ``preload`` imported.
+
+    The server starts as ``python -c ...`` with the environment's ``PYTHONPATH`` as its only addition to
+    sys.path, so tests/ goes there while it starts (or it could import none of the tests' modules, and would
+    silently preload nothing of them); each process it forks gets this process's sys.path and environment back.
+    """
+    import multiprocessing.forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([*PRELOAD, *preload])
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), *filter(None, [saved])])
+    try:
+        multiprocessing.forkserver.ensure_running()  # once it runs, a no-op
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+    return context
 
 
 def run_zoo(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, check: bool = True):
@@ -88,8 +112,7 @@ class ForkedZoo:
     """
 
     def __init__(self, *args: str, cwd: Path, stdin: str | None = None, env: dict | None = None, prepare=None):
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)  # once the server runs, a no-op
+        context = fork_server()
         full_env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", **(env or {})}
         full_env = {k: v for k, v in full_env.items() if v is not None}
         self.args = list(args)
