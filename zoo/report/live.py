@@ -5,7 +5,9 @@ The page embeds it whole once; the dashboard's page then asks only for what chan
 carries the number of the reading that first saw it, so a page holding everything up to reading N is sent the
 points read after N, the runs first seen after N (with their settings) and the status of every run. A run whose
 ``metrics.csv`` was rewritten rather than extended (a resumed run cutting its last rows) is sent whole again.
-``assets/charts.js`` draws the answer; ``assets/live.js`` asks for it.
+Each run comes with its configuration's colour (:func:`colours_of`), its leaderboard and its test scores and costs,
+from which the page regroups the leaderboards the way the reader chooses (:func:`boards_of`), and its progress from
+its first logged step. ``assets/charts.js`` draws the answer; ``assets/live.js`` asks for it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The page is served once (``GET /``). Its script then asks every ``refresh`` seco
 (``GET /api/state?since=N``, :class:`zoo.report.live.Watch`: new points, new runs, every run's status) and
 updates the runs, curves and settings in place, so the reader's zoom, scroll and choices stay. When a run
 appears, finishes or fails, it also fetches the sections drawn here (``GET /api/sections``: leaderboard,
-quality and cost, breakdowns, samples, attention) and swaps them in. Plotly's script is served beside the page
+quality and cost, breakdowns, samples, attention) and replaces those that changed, the section being read kept
+where it is on the screen. Plotly's script is served beside the page
 (``/assets/plotly-VERSION.js``, cached by the browser) rather than inlined in it.
 
 Read-only and for this machine: bound to 127.0.0.1 by default, it answers GET and HEAD, nothing else (405), and
