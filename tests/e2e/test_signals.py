@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers import TINY
+from helpers.processes import fork_server
 
 pytestmark = pytest.mark.slow
 
@@ -68,23 +69,12 @@ def _signalled_zoo(phase: str | None, where: tuple | None, signum: int, argv: li
         sys.stderr.flush()
 
 
-_server = None
-
-
-def forkserver() -> multiprocessing.context.ForkServerContext:
-    global _server
-    if _server is None:
-        _server = multiprocessing.get_context("forkserver")
-        _server.set_forkserver_preload(["test_signals", "zoo.cli", "zoo.cli.train", "zoo.training.train"])
-    return _server
-
-
 def zoo(
     tmp_path: Path, *argv: str, phase: str | None = None, where: tuple | None = None, signum: int = signal.SIGTERM
 ) -> tuple[int, str]:
     """``zoo ARGV`` in a forked process that signals itself on entering ``where``: its exit status and stderr."""
     err = tmp_path / f"zoo.{len(list(tmp_path.glob('zoo.*.err')))}.err"
-    process = forkserver().Process(
+    process = fork_server().Process(
         target=_signalled_zoo, args=(phase, where, int(signum), list(argv), str(tmp_path), str(err))
     )
     process.start()
@@ -217,7 +207,7 @@ def _zoo_with(settings: list[tuple[str, str, object]], env: dict[str, str], argv
 def started(tmp_path: Path, *argv: str, settings=(), env=None, ready: str = "") -> tuple[multiprocessing.Process, Path]:
     """``zoo ARGV`` started in a forked process (see :func:`zoo`), once its stderr shows ``ready``; and that file."""
     err = tmp_path / "zoo.started.err"
-    process = forkserver().Process(
+    process = fork_server().Process(
         target=_zoo_with, args=(list(settings), env or {}, list(argv), str(tmp_path), str(err))
     )
     process.start()
