@@ -51,7 +51,7 @@ class RecallDataset(Dataset):
 
     @dataclass
     class Config:
-        mode: Mode = Mode.associative_recall  # associative_recall | selective_copying
+        mode: Mode = Mode.associative_recall  # recall the queried key's value, or copy the data tokens in order
         seed: int = 0  # chooses the sequences; each split draws from its own stream
         train_size: int = 10000  # sequences in the training split
         val_size: int = 1000  # sequences in the validation split

@@ -47,7 +47,7 @@ class ClassificationTask(Task):
 
     @dataclass
     class Config:
-        # Accuracy by source length (tokens): bucket edges, for zoo compare's columns and charts
+        # accuracy by source length in tokens: the buckets' upper edges (zoo compare's columns and charts)
         length_buckets: list[int] = field(default_factory=lambda: [64, 128, 256, 512, 1024, 2048])
 
         def __post_init__(self) -> None:
