@@ -142,24 +142,57 @@ class S4DMixer(nn.Module):
 
 # ------------------------------------------------------------------ Mamba: a selective SSM
 def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """h_t = a_t * h_{t-1} + b_t from h_{-1} = 0, for every t, by recursive doubling (Blelloch, 1990).
+    """h_t = a_t * h_{t-1} + b_t from h_{-1} = 0, for every t: a, b (B, L, ...) -> h (B, L, ...).
 
-    Two consecutive steps compose into one: h_{2i+1} = (a_{2i+1} a_{2i}) h_{2i-1} + (a_{2i+1} b_{2i} + b_{2i+1}).
-    So the odd steps are a recurrence of half the length, solved the same way, and each even step is one step
-    from the odd one before it. log2(L) rounds of whole-tensor products, O(L) work, no division or logarithm
-    (nothing overflows where |a| <= 1). a, b (B, L, ...) -> h (B, L, ...).
+    Computed by :func:`doubling`, and differentiated by hand: the gradient of a linear recurrence is the same
+    recurrence run backwards, g_t = dh_t + a_{t+1} g_{t+1}, with db_t = g_t and da_t = g_t h_{t-1} (Martin &
+    Cundy, 2018). So the backward pass is one more scan, not autograd's record of every round.
+    """
+    return _LinearScan.apply(a, b)
+
+
+class _LinearScan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        h = doubling(a, b)
+        ctx.save_for_backward(a, h)
+        return h
+
+    @staticmethod
+    def backward(ctx, dh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, h = ctx.saved_tensors
+        a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], dim=1)  # nothing follows the last step
+        g = doubling(a_next, dh, reverse=True)
+        h_before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)
+        return g * h_before, g
+
+
+def doubling(a: torch.Tensor, b: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """h_t = a_t * h_{t-1} + b_t from h_{-1} = 0 (``reverse``: h_t = a_t * h_{t+1} + b_t from h_L = 0) by recursive
+    doubling (Blelloch, 1990): O(L) work in log2(L) rounds. a, b (B, L, ...) -> h (B, L, ...).
+
+    Two consecutive steps compose into one: after h_i = a_i h + b_i comes h_j = a_j h_i + b_j = (a_j a_i) h +
+    (a_j b_i + b_j). So the pairs' second steps are a recurrence of half the length, solved the same way, and
+    each first step is then one step from the previous pair's second. Every round is a few whole-tensor
+    products; there is no division or logarithm, so nothing overflows where |a| <= 1. Not for autograd (it
+    writes its output in place): :func:`linear_scan` differentiates it.
     """
     length = a.shape[1]
     if length == 1:
-        return b
-    if length % 2:  # one more step that changes nothing (a = 1, b = 0) makes the pairs whole
+        return b.clone()
+    if length % 2:  # one more step at the end that nothing reads (a = 1, b = 0) makes the pairs whole
         a = torch.cat([a, torch.ones_like(a[:, :1])], dim=1)
         b = torch.cat([b, torch.zeros_like(b[:, :1])], dim=1)
-    a_even, a_odd, b_even, b_odd = a[:, 0::2], a[:, 1::2], b[:, 0::2], b[:, 1::2]
-    h_odd = linear_scan(a_odd * a_even, a_odd * b_even + b_odd)
-    h_before = torch.cat([torch.zeros_like(h_odd[:, :1]), h_odd[:, :-1]], dim=1)  # h_{2i-1}, h_{-1} = 0
-    h_even = a_even * h_before + b_even
-    return torch.stack([h_even, h_odd], dim=2).flatten(1, 2)[:, :length]
+    first, second = (slice(1, None, 2), slice(0, None, 2)) if reverse else (slice(0, None, 2), slice(1, None, 2))
+    h = torch.empty_like(b)
+    h[:, second] = doubling(a[:, second] * a[:, first], torch.addcmul(b[:, second], a[:, second], b[:, first]), reverse)
+    if reverse:  # pair i's first step (2i + 1) follows pair i + 1's second (2i + 2); the last pair's, nothing
+        h[:, -1] = b[:, -1]
+        h[:, 1:-1:2] = torch.addcmul(b[:, 1:-1:2], a[:, 1:-1:2], h[:, 2::2])
+    else:  # pair i's first step (2i) follows pair i - 1's second (2i - 1); the first pair's, nothing
+        h[:, 0] = b[:, 0]
+        h[:, 2::2] = torch.addcmul(b[:, 2::2], a[:, 2::2], h[:, 1:-1:2])
+    return h[:, :length]
 
 
 def selective_scan(
@@ -186,7 +219,7 @@ def selective_scan(
     dA = (delta[..., None] * A.to(dtype)).exp()  # (B, L, E, N)
     dBx = (delta * x)[..., None] * B[:, :, None, :]
     h = linear_scan(dA, dBx)
-    y = torch.einsum("blen,bln->ble", h, C) + D.to(dtype) * x
+    y = (h * C[:, :, None]).sum(-1) + D.to(dtype) * x
     return y, h[:, -1]
 
 
