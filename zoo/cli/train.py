@@ -44,7 +44,7 @@ def task(cfg: DictConfig) -> float | None:
     Never the test score: a sweeper that chose by it would tune on the test split. The best validation score
     is the one that chose the checkpoint (``summary.json``'s ``best_val``, in the metric's own direction).
     """
-    # Imported here: `--help`, `--cfg` and a command line refused never need Lightning.
+    # Imported here, where a job runs: a refused flag never loads Lightning.
     from zoo.run.job import run_job
     from zoo.training.train import train
 

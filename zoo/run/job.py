@@ -11,9 +11,10 @@ every phase (:mod:`zoo.run.interruptions`), and is trained by a function that ge
   process then says what to run next and exits 128 + the signal (:mod:`zoo.cli.train`); under submitit the job is
   requeued (:meth:`~zoo.run.interruptions.RunInterrupted.hand_over`);
 * failed: ``summary.json`` says ``failed``, with the reason (once the record has started). A single run then ends
-  with one ``zoo: error:`` line (a bug: Hydra's report). In a sweep the failure is one line and the sweep goes on; a
-  job refused before its record started still leaves a failed ``summary.json`` (one refused its directory, a
-  directory that holds a run or anything else, or that another process writes, is left as it was).
+  with one ``zoo: error:`` line (a bug: Hydra's report, with its traceback). In a sweep the job's failure is one line
+  and the sweep goes on; there a job refused before its record started leaves a failed ``summary.json`` too, unless
+  it was refused its directory (one that holds a run or anything else, or that another process writes): that
+  directory is left as it was.
 """
 
 from __future__ import annotations
