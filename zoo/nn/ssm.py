@@ -336,7 +336,7 @@ class SSMLayout:
     d_model: int = 128  # width of the residual stream
     d_state: int = 16  # state size N per channel
     dt_min: float = 0.001  # the initial steps Δ are log-uniform in [dt_min, dt_max] (time scales 1/Δ)
-    dt_max: float = 0.1
+    dt_max: float = 0.1  # the longest initial step: the shortest time scale
     dropout: float = 0.1  # on every block's output (and on a decoder's embeddings)
     norm: Norm = Norm.layernorm  # layernorm | rmsnorm | dyt, before every block and at the end
 

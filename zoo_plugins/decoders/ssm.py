@@ -94,8 +94,7 @@ class SSMDecoder(Decoder):
 
 @register("decoder", "s4d")
 class S4DDecoder(SSMDecoder):
-    """S4D decoder: diagonal state-space layers (Gu et al., 2022) read the encoder memory as a prefix, then generate
-    from a constant-size state.
+    """S4D decoder: diagonal state-space layers (Gu et al., 2022) read the source as a prefix; constant-size state.
 
     Teacher forcing runs each block's SSM as a causal convolution (FFT) over prefix and target; generation, as
     its recurrence.
@@ -109,8 +108,7 @@ class S4DDecoder(SSMDecoder):
 
 @register("decoder", "mamba")
 class MambaDecoder(SSMDecoder):
-    """Mamba decoder: selective state-space blocks (Gu & Dao, 2023) read the encoder memory as a prefix, then
-    generate from a constant-size state.
+    """Mamba decoder: selective state-space blocks (Gu & Dao, 2023) read the source as a prefix; constant-size state.
 
     Teacher forcing runs each block's selective SSM as a parallel scan over prefix and target; generation, one
     step of its recurrence (the convolution window and the SSM state) per token.

@@ -63,7 +63,7 @@ class SSMEncoder(Encoder):
 
 @register("encoder", "s4d")
 class S4DEncoder(SSMEncoder):
-    """S4D encoder: diagonal state-space layers as long causal convolutions (Gu et al., 2022), optionally bidirectional.
+    """S4D encoder: diagonal state-space layers run as long convolutions (Gu et al., 2022); optionally bidirectional.
 
     Each block: S4D (complex diagonal A, S4D-Lin initialised; a learnt step Δ per channel; ZOH) mixes every channel
     over time by the convolution with its kernel, applied with the FFT; then GELU and a gated linear map mix the
@@ -77,8 +77,7 @@ class S4DEncoder(SSMEncoder):
 
 @register("encoder", "mamba")
 class MambaEncoder(SSMEncoder):
-    """Mamba encoder: selective state-space blocks (Gu & Dao, 2023), a parallel scan over the source, optionally
-    bidirectional.
+    """Mamba encoder: selective state-space blocks run as a parallel scan (Gu & Dao, 2023); optionally bidirectional.
 
     Each block: in-projection to x and z, a short causal convolution and SiLU on x, an SSM whose Δ, B and C are
     computed from each token, the result gated by SiLU(z) and projected back (zoo.api.layers.Mamba).

@@ -1,0 +1,152 @@
+"""Mamba's parallel scan against its step loop, and the state-space encoders' training speed against the Transformer's.
+
+* scan: Mamba's selective SSM (zoo.nn.ssm) over a sequence of ``--scan-length`` tokens on the CPU: the parallel
+  scan (``linear_scan``: recursive doubling, its gradient the same scan run backwards) against the loop of one
+  recurrence step per token, h_t = a_t * h_{t-1} + b_t, as autograd records it. Forward and forward + backward,
+  for the bare scan (the same a and b, E = 256 channels of N = 16 states) and for the whole Mamba layer
+  (``Mamba.forward`` against ``step_by_step``, the loop decoding runs). At batch 1 (one long sequence) and at
+  batch 32 of 62 tokens (a training batch of the built-in synthetic task: encoder memory and target), where the
+  loop's one-step slices are large enough to keep the CPU busy and small enough to stay in its cache.
+* training: target tokens per second of forward + backward through the ``mamba``, ``s4d`` and ``transformer``
+  encoder plugins at their recipes' width (d_model 128, 2 layers; bidirectional state-space encoders; the
+  Transformer's 4 heads, feed-forward 512, scaled dot-product attention) on one sequence of ``--length`` tokens,
+  with 1 and 2 threads.
+
+Contestants take turns within each round and the median over rounds is printed, so load from other processes
+hits all of them alike. The script checks that what it compares computes the same result.
+
+    python benchmarks/scan_speed.py [--scan-length 1024] [--length 2048] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import torch
+
+from zoo import registry
+from zoo.nn.ssm import Mamba, linear_scan, step_by_step
+from zoo.registry import discovery
+
+D_MODEL, INNER, STATES = 128, 256, 16
+
+
+def medians(contestants: dict, rounds: int) -> dict[str, float]:
+    """Seconds per call of each contestant: one warm-up, then ``rounds`` rounds of one call each, in turn."""
+    for fn in contestants.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in contestants}
+    for _ in range(rounds):
+        for name, fn in contestants.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def loop_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """h_t = a_t * h_{t-1} + b_t one step at a time: a, b (B, L, E, N) -> h (B, L, E, N)."""
+    h, out = torch.zeros_like(b[:, 0]), []
+    for t in range(a.shape[1]):
+        h = a[:, t] * h + b[:, t]
+        out.append(h)
+    return torch.stack(out, dim=1)
+
+
+def compare(parallel, loop, inputs: tuple, rounds: int) -> dict[str, dict[str, float]]:
+    """Seconds of the parallel form and of the loop on ``inputs``: forward alone and forward + backward."""
+
+    def backward_too(fn):
+        return lambda: fn(*inputs).square().mean().backward()
+
+    with torch.no_grad():
+        forward = medians({"parallel": lambda: parallel(*inputs), "loop": lambda: loop(*inputs)}, rounds)
+    both = medians({"parallel": backward_too(parallel), "loop": backward_too(loop)}, rounds)
+    return {"forward": forward, "forward + backward": both}
+
+
+def scan_rows(batch: int, length: int, rounds: int) -> list[str]:
+    """Table rows: parallel and loop ms, forward and forward + backward, bare scan and Mamba layer."""
+    torch.manual_seed(0)
+    a = torch.rand(batch, length, INNER, STATES).requires_grad_()
+    b = torch.randn(batch, length, INNER, STATES).requires_grad_()
+    layer = Mamba(D_MODEL, STATES, expand=INNER // D_MODEL)
+    x = torch.randn(batch, length, D_MODEL, requires_grad=True)
+    with torch.no_grad():
+        assert (linear_scan(a, b) - loop_scan(a, b)).abs().max() < 1e-3, "the scan differs from the loop"
+        assert (layer(x) - step_by_step(layer, x)).abs().max() < 1e-4, "the layer's scan differs from its steps"
+    cases = {
+        "scan": ((linear_scan, loop_scan), (a, b)),
+        "Mamba layer": ((layer, lambda x: step_by_step(layer, x)), (x,)),
+    }
+    rows = []
+    for what, ((parallel, loop), inputs) in cases.items():
+        for label, ms in compare(parallel, loop, inputs, rounds).items():
+            p, s = 1e3 * ms["parallel"], 1e3 * ms["loop"]
+            rows.append(f"| {batch} x {length:,} | {what}, {label} | {p:.1f} | {s:.1f} | {s / p:.2f}x |")
+    return rows
+
+
+ENCODERS = {
+    "mamba": {"name": "mamba", "d_model": D_MODEL, "layers": 2, "bidirectional": True},
+    "s4d": {"name": "s4d", "d_model": D_MODEL, "layers": 2, "bidirectional": True},
+    "transformer": {"name": "transformer", "d_model": D_MODEL, "layers": 2, "heads": 4, "ff_dim": 512},
+}
+
+
+def training_rows(length: int, rounds: int) -> list[str]:
+    """One row per thread count: tokens/s of forward + backward through each encoder over one sequence."""
+    torch.manual_seed(0)
+    encoders = {}
+    for name, cfg in ENCODERS.items():
+        extra = {"scorer": {"name": "scaled_dot"}} if name == "transformer" else {}
+        encoders[name] = registry.build("encoder", cfg, input_dim=D_MODEL, **extra).train()
+    x, mask = torch.randn(1, length, D_MODEL), torch.ones(1, length, dtype=torch.bool)
+
+    def step(encoder):
+        def run() -> None:
+            out = encoder(x, mask)
+            (out.memory.square().mean() + out.state.square().mean()).backward()
+
+        return run
+
+    rows = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        seconds = medians({name: step(encoder) for name, encoder in encoders.items()}, rounds)
+        rate = {name: length / s for name, s in seconds.items()}
+        cells = " | ".join(f"{rate[name]:,.0f}" for name in encoders)
+        rows.append(f"| {threads} | {cells} | {rate['mamba'] / rate['transformer']:.2f}x |")
+    return rows, {name: sum(p.numel() for p in e.parameters()) for name, e in encoders.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scan-length", type=int, default=1024)
+    parser.add_argument("--length", type=int, default=2048)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    discovery.discover()
+    torch.set_num_threads(1)
+    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, median of {args.rounds} rounds\n")
+
+    print(f"scan: Mamba's selective SSM (E = {INNER}, N = {STATES}), 1 thread, ms; loop / parallel above 1: the")
+    print("parallel scan is faster")
+    print("| batch x length | what | parallel | loop | loop / parallel |")
+    print("|---|---|---|---|---|")
+    for batch, length in ((1, args.scan_length), (32, 62)):
+        print("\n".join(scan_rows(batch, length, args.rounds)))
+
+    rows, params = training_rows(args.length, args.rounds)
+    print(f"\ntraining: encoder forward + backward over one sequence of {args.length:,} tokens, tokens/s")
+    print("(parameters: " + ", ".join(f"{name} {n:,}" for name, n in params.items()) + ")")
+    print("| threads | " + " | ".join(ENCODERS) + " | mamba / transformer |")
+    print("|---" * (len(ENCODERS) + 2) + "|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
