@@ -39,7 +39,7 @@ COUNTED_BATCHES = 4
 #: How the record's FLOPs were counted, as ``summary.json`` says it.
 FLOPS_METHOD = (
     f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
-    "optimiser), then per target token"
+    "optimiser; matrix products, convolutions, attention and FFTs), then per target token"
 )
 
 

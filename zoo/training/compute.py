@@ -6,7 +6,11 @@ Equal epochs are not equal compute: a GRU and a Transformer do very different wo
 - **FLOPs**: ``torch.utils.flop_counter.FlopCounterMode`` counts the matrix products (forward, backward and
   optimiser) of the first :data:`COUNTED_BATCHES` training batches of each segment exactly; counting every batch
   would slow a small recurrent model 4x, so later batches are charged the counted FLOPs per target token times
-  their target tokens (token-budget batches differ little). Element-wise work is not counted, as usual.
+  their target tokens (token-budget batches differ little). The fast Fourier transforms of a long convolution
+  (S4D's) are counted too, at the usual 5 n log2 n real FLOPs for a complex transform of length n and half that
+  for a real one (Cooley & Tukey, 1965; the convention of FFTW's benchmarks). Element-wise work (activations,
+  norms, a selective scan's multiply-adds) is not counted, as usual: for Mamba's scan that is roughly a tenth to a
+  fifth of its block's FLOPs, so budgets in FLOPs favour it by that much (``budget_minutes`` has no such gap).
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +37,34 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from zoo.run.record import COUNTED_BATCHES
 from zoo.training.callbacks import target_tokens
+
+aten = torch.ops.aten
+
+
+def _fft_flops(real: bool, length_from_output: bool = False):
+    """A FlopCounterMode formula for one FFT op: 5 n log2 n per complex transform of length n over the given
+    dims, 2.5 n log2 n for a real one, times the transforms (the tensor's other elements)."""
+
+    def count(input_shape, dim, *args, out_shape=None, **kwargs) -> int:
+        shape = out_shape if length_from_output else input_shape
+        n = math.prod(shape[d] for d in dim)
+        transforms = math.prod(shape) // max(n, 1)
+        return int((2.5 if real else 5.0) * transforms * n * math.log2(max(n, 2)))
+
+    return count
+
+
+#: The FFT ops torch.utils.flop_counter leaves out (it counts matrix products, convolutions and attention).
+FFT_FLOPS = {
+    aten._fft_r2c: _fft_flops(real=True),
+    aten._fft_c2r: _fft_flops(real=True, length_from_output=True),
+    aten._fft_c2c: _fft_flops(real=False),
+}
+
+
+def flop_counter() -> FlopCounterMode:
+    """Torch's FLOP counter, FFTs included."""
+    return FlopCounterMode(display=False, custom_mapping=FFT_FLOPS)
 
 
 class ComputeMeter(Callback):
@@ -56,7 +89,7 @@ class ComputeMeter(Callback):
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
         if self._batches_counted < COUNTED_BATCHES or not self._counted[1]:
-            self._counter = FlopCounterMode(display=False)
+            self._counter = flop_counter()
             self._counter.__enter__()
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
@@ -92,7 +125,7 @@ def probe(module: torch.nn.Module, device: torch.device) -> Iterator[torch.nn.Mo
 def flops_per_batch(module: torch.nn.Module, batches: list[dict]) -> float:
     """The mean FLOPs of a training step (forward and backward of the loss) over ``batches``, counted on a
     :func:`probe` (FLOPs do not depend on the device: counted on the CPU)."""
-    with probe(module, torch.device("cpu")) as copied, FlopCounterMode(display=False) as counter:
+    with probe(module, torch.device("cpu")) as copied, flop_counter() as counter:
         for batch in batches:
             copied._loss(batch).backward()
     return counter.get_total_flops() / len(batches)

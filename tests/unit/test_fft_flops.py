@@ -1,0 +1,25 @@
+"""The FLOP counter charges fast Fourier transforms (a long convolution's cost), which torch's counter leaves out."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from zoo.training.compute import flop_counter
+
+
+def test_a_real_fft_is_charged_two_and_a_half_n_log_n_per_transform():
+    x = torch.randn(3, 8, 128)  # 24 transforms of length 256 (zero-padded)
+    with flop_counter() as counter:
+        torch.fft.rfft(x, n=256)
+    assert counter.get_total_flops() == 2.5 * 24 * 256 * math.log2(256)
+
+
+def test_an_fft_convolution_costs_more_than_nothing_forward_and_backward():
+    x = torch.randn(2, 4, 64, requires_grad=True)
+    with flop_counter() as counter:
+        torch.fft.irfft(torch.fft.rfft(x, n=128) * 2, n=128).sum().backward()
+    counts = {str(op): flops for op, flops in counter.get_flop_counts()["Global"].items()}
+    assert set(counts) == {"aten._fft_r2c", "aten._fft_c2r", "aten._fft_c2c"}
+    assert all(flops > 0 for flops in counts.values())
