@@ -26,6 +26,40 @@ def pytest_configure(config) -> None:
         atexit.register(shutil.rmtree, os.environ["ZOO_CACHE_DIR"], True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of a file that share a module-scoped fixture (a run, a browser) form one pytest-xdist group
+    (``--dist loadgroup``), so the fixture is made once, on one worker; other tests go wherever a worker is free.
+    A test marked with its own ``xdist_group`` keeps it."""
+    owner: dict[tuple[str, str], tuple[str, str]] = {}  # union-find over (file, module fixture)
+
+    def root(key: tuple[str, str]) -> tuple[str, str]:
+        while owner.setdefault(key, key) != key:
+            key = owner[key]
+        return key
+
+    shared = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        definitions = getattr(item, "_fixtureinfo", None)
+        names = [
+            name
+            for name in getattr(item, "fixturenames", ())
+            if definitions
+            and name in definitions.name2fixturedefs
+            and definitions.name2fixturedefs[name][-1].scope in ("module", "class")
+        ]
+        if names:
+            keys = [(item.path.stem, name) for name in names]
+            for key in keys[1:]:
+                owner[root(key)] = root(keys[0])
+            shared[item] = keys[0]
+    for item, key in shared.items():
+        file, fixture = root(key)
+        item.add_marker(pytest.mark.xdist_group(f"{file}:{fixture}"))
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory) -> Path:
     """One real, tiny training run shared by the tests that only read a finished run."""

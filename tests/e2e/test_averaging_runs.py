@@ -18,7 +18,7 @@ from helpers.checkpoints import assert_bit_identical, snapshot, weights
 
 from zoo.training.averaging import average_state_dicts
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("averaging_runs")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 
 def run_args(epochs: int = 2) -> list[str]:

@@ -289,7 +289,8 @@ def test_the_battery_is_large_and_listed_in_the_docs():
     from helpers.battery import battery_cases, printable
 
     here = Path(__file__).parent
-    cases = battery_cases([importlib.import_module(path.stem) for path in sorted(here.glob("test_bad_inputs*.py"))])
+    files = sorted(here.glob("test_bad_inputs*.py"))
+    cases = battery_cases([importlib.import_module(f"{__package__}.{path.stem}") for path in files])
     counts = {
         category: sum(case.category == category for case in cases)
         for category in (

@@ -11,7 +11,7 @@ from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import KINDS
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("catalogue")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import TINY, fork_zoo, run_zoo
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cli")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 
 def test_train_writes_a_complete_run_directory(trained_run):

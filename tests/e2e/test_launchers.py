@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import TINY, ForkedZoo
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("launchers")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[dev]' (zoo[slurm])")
 

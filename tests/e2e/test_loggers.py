@@ -17,7 +17,7 @@ from zoo.training.loggers import wandb_mode
 from zoo.training.preflight import check_tracker_packages
 from zoo.training.schedule import warmup_then_decay
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("loggers")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 
 def test_config_mode_wins_then_environment_then_offline(monkeypatch):

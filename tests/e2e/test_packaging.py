@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT, TINY, fork_zoo
 from omegaconf import OmegaConf
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 # What a fresh clone would not hold: build leftovers, local environments and run outputs.
 NOT_SOURCE = (

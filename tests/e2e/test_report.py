@@ -13,7 +13,7 @@ from zoo.report.compare import write_report
 from zoo.report.html import pareto_front
 from zoo.report.stats import p_text
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 SENTENCES = [
     "the dog sees a cat near the old tower",

@@ -19,7 +19,7 @@ from zoo.report.runs import find_runs
 from zoo.report.samples import by_disagreement, sample_outputs
 from zoo.run.summary import write_outputs
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report_samples")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 #: Per configuration, per seed, each item's CIDEr-D: item "b" is where the two disagree most, "a" where they agree.
 SCORES = {

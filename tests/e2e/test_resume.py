@@ -19,7 +19,7 @@ import pytest
 import torch
 from helpers import TINY, ForkedZoo, fork_zoo
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("resume")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 
 def run_args(max_steps: int = 15) -> list[str]:

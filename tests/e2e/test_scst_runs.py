@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from zoo.config.sections import STEP_SETTINGS
 from zoo.run.resume import ResumeRefused, check_resume_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scst_runs")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 # ------------------------------------------------------------------------------------------- real runs
 

@@ -24,7 +24,7 @@ from zoo.search.report import expected_best_figure, format_search, search_famili
 from zoo.search.space import flat_space, read_space
 from zoo.search.sweeper import Search
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("search")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 # Two families (one study per encoder) of 3 trials, each over the GRU preset's space less the widths TINY fixes,
 # and the best trial of each run again with one seed. Few items to score: each trial's second (the one

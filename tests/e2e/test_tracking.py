@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from zoo.run.layout import TRAIN_GRAD_NORM, TRAIN_LOSS, TRAIN_LR
 from zoo.run.tracking import final_metrics, one_wandb_run_per_job, run_group
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tracking")]  # its module fixtures run once
+pytestmark = pytest.mark.slow
 
 CURVE = (TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM)
 

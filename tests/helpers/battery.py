@@ -134,7 +134,7 @@ def record_for_the_table(case: Case, request, status: int, lines: list[str]) -> 
         return
     cases = request.module.CASES
     row = {
-        "module": request.module.__name__,
+        "module": request.module.__name__.rsplit(".", 1)[-1],  # e2e.test_bad_inputs: the file's stem
         "index": next(k for k, c in enumerate(cases) if c is case),
         "category": case.category,
         "command": case.id.split(": ", 1)[1],

@@ -1,0 +1,1 @@
+"""Contract tests: every registered component against the contract of its kind (zoo.checks)."""
