@@ -127,7 +127,7 @@ def within_chunks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     decay per key dimension makes that a (C, C, F) tensor, C F numbers per token; so a chunk longer than
     :data:`SUB_CHUNK` is itself scanned chunkwise, in sub-chunks of that length (Yang et al.'s secondary chunking).
     """
-    batch, heads, chunks, chunk, _ = q.shape
+    _, heads, chunks, chunk, _ = q.shape
     if g.shape[-1] > 1 and chunk > SUB_CHUNK:
         out = chunkwise(*(x.flatten(1, 2) for x in (q, k, v, g)), SUB_CHUNK)  # the chunks as a batch of sequences
         return out.unflatten(1, (heads, chunks))
@@ -151,7 +151,9 @@ def recurrent_step(
     return (q.unsqueeze(-2) @ state).squeeze(-2), state
 
 
-def bidirectional(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int):
+def bidirectional(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int
+) -> torch.Tensor:
     """Every key reaches every query, decayed by the gates between them: the causal scan, the scan of the
     reversed sequence, less each token's own term (in both). Shapes as :func:`chunkwise`'s."""
     forward = causal_scan(q, k, v, log_decay, chunk)
@@ -159,7 +161,7 @@ def bidirectional(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: 
     return forward + backward - (q * k).sum(-1, keepdim=True) * v
 
 
-def causal_scan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int):
+def causal_scan(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int) -> torch.Tensor:
     """:func:`chunkwise`, through fla's kernels on CUDA when it is installed."""
     kernels = fla_kernels() if q.is_cuda else None
     if kernels is None:
