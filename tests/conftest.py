@@ -4,23 +4,29 @@ Shared code (run_zoo, fork_zoo, TINY, ROOT, ...) is in the package tests/helpers
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
-from pathlib import Path
 
-import pytest
-import torch
-from helpers import CHROMIUM_FLAGS, SEARCH_TINY, fork_zoo, train_finished_run, train_plugin_run
-from helpers.runs import initial_weights, train_caption_run
+# One thread per test process (pytest-xdist runs one process per core) for OpenMP and the BLAS numpy uses, set
+# before torch or numpy loads them: threads beyond the cores spin waiting for each other (numpy's simulations in
+# unit/test_calibration.py took several times as long). The processes the tests start inherit it.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from helpers import CHROMIUM_FLAGS, SEARCH_TINY, fork_zoo, train_finished_run, train_plugin_run  # noqa: E402
+from helpers.runs import initial_weights, train_caption_run  # noqa: E402
 
 
 def pytest_configure(config) -> None:
-    """One thread per test process (pytest-xdist runs one per core), and prepared data (zoo prepare) in one folder
-    per test process, never in the user's ~/.cache/zoo: runs of the same data share it, as a user's runs do."""
+    """One torch thread per test process, and prepared data (zoo prepare) in one folder per test process, never in
+    the user's ~/.cache/zoo: runs of the same data share it, as a user's runs do."""
     torch.set_num_threads(1)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     if "ZOO_CACHE_DIR" not in os.environ:
         os.environ["ZOO_CACHE_DIR"] = tempfile.mkdtemp(prefix="zoo-cache-")
         atexit.register(shutil.rmtree, os.environ["ZOO_CACHE_DIR"], True)

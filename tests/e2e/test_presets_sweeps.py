@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 from helpers import fork_zoo
-from helpers.presets import CONF, DEFAULT_CHOICES, PRESETS, RECIPES, check_run, load_preset, prepare, sweep_params
+from helpers.presets import (
+    CONF,
+    DEFAULT_CHOICES,
+    PRESETS,
+    RECIPES,
+    check_run,
+    load_preset,
+    prepare,
+    sweep_params,
+    tiny_budgets,
+)
 
 from zoo.registry.discovery import discover
 
@@ -47,6 +57,8 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
     if "seed" in sweep:  # one seed shows the sweep works; the others only repeat it
         overrides.append("hydra.sweeper.params.seed=1")
         sweep["seed"] = ["1"]
+    if "trainer.budget_flops" in sweep:  # so do two budgets (the overrides set them)
+        sweep["trainer.budget_flops"] = tiny_budgets(sweep["trainer.budget_flops"])
     sweep_dir = tmp_path / "sweep"
     fork_zoo("train", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=env)
     jobs = math.prod(len(choices) for choices in sweep.values())

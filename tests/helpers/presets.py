@@ -101,6 +101,12 @@ def sweep_params(preset: dict) -> dict[str, list[str]]:
     return {key: [choice.strip() for choice in str(value).split(",")] for key, value in params.items()}
 
 
+def tiny_budgets(budgets: list[str]) -> list[str]:
+    """The FLOP budgets a preset that sweeps ``budgets`` runs at here, each buying the tiny models a step or two:
+    as many, up to two (two show the sweep's compute axis; more only repeat it)."""
+    return ["1e8", "2e8"][: len(budgets)]
+
+
 def shrinking_overrides(preset: dict) -> list[str]:
     """Overrides that make ``preset`` take seconds without changing what it compares."""
     chosen = chosen_groups(preset)
@@ -113,9 +119,8 @@ def shrinking_overrides(preset: dict) -> list[str]:
         pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
     overrides = [*FEW_BATCHES, *SMALL_DATA[choice["dataset"]]]
     budgets = sweep_params(preset).get("trainer.budget_flops")
-    if budgets:  # budgets in FLOPs train for as many steps as they buy: the same number of budgets, each 2 steps
-        tiny = ",".join(f"{k}e8" for k in range(1, len(budgets) + 1))
-        overrides += [f"trainer.budget_flops={tiny}", "trainer.budget_validations=2"]
+    if budgets:  # budgets in FLOPs train for as many steps as they buy
+        overrides += [f"trainer.budget_flops={','.join(tiny_budgets(budgets))}", "trainer.budget_validations=2"]
     for (group, name), sizes in SMALL_MODEL.items():
         if group not in touched and choice[group] == name:
             overrides += sizes
