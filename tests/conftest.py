@@ -21,49 +21,32 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from helpers import CHROMIUM_FLAGS, SEARCH_TINY, fork_zoo, train_finished_run, train_plugin_run  # noqa: E402
 from helpers.runs import initial_weights, train_caption_run  # noqa: E402
+from helpers.scheduling import GROUPS, SharedFixtureScheduling, write_groups  # noqa: E402
 
 
 def pytest_configure(config) -> None:
-    """One torch thread per test process, and prepared data (zoo prepare) in one folder per test process, never in
-    the user's ~/.cache/zoo: runs of the same data share it, as a user's runs do."""
+    """One torch thread per test process; prepared data (zoo prepare) in one folder per test process, never in the
+    user's ~/.cache/zoo (runs of the same data share it, as a user's runs do); a file for the workers' groups."""
     torch.set_num_threads(1)
     if "ZOO_CACHE_DIR" not in os.environ:
         os.environ["ZOO_CACHE_DIR"] = tempfile.mkdtemp(prefix="zoo-cache-")
         atexit.register(shutil.rmtree, os.environ["ZOO_CACHE_DIR"], True)
+    if GROUPS not in os.environ:  # pytest-xdist's controller; its workers inherit the variable
+        folder = tempfile.mkdtemp(prefix="zoo-groups-")
+        os.environ[GROUPS] = os.path.join(folder, "groups.json")
+        atexit.register(shutil.rmtree, folder, True)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests of a file that share a module-scoped fixture (a run, a browser) form one pytest-xdist group
-    (``--dist loadgroup``), so the fixture is made once, on one worker; other tests go wherever a worker is free.
-    A test marked with its own ``xdist_group`` keeps it."""
-    owner: dict[tuple[str, str], tuple[str, str]] = {}  # union-find over (file, module fixture)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A worker of pytest-xdist writes which tests share a module-scoped fixture, for the scheduler."""
+    if hasattr(config, "workerinput"):
+        write_groups(items)
 
-    def root(key: tuple[str, str]) -> tuple[str, str]:
-        while owner.setdefault(key, key) != key:
-            key = owner[key]
-        return key
 
-    shared = {}
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        definitions = getattr(item, "_fixtureinfo", None)
-        names = [
-            name
-            for name in getattr(item, "fixturenames", ())
-            if definitions
-            and name in definitions.name2fixturedefs
-            and definitions.name2fixturedefs[name][-1].scope in ("module", "class")
-        ]
-        if names:
-            keys = [(item.path.stem, name) for name in names]
-            for key in keys[1:]:
-                owner[root(key)] = root(keys[0])
-            shared[item] = keys[0]
-    for item, key in shared.items():
-        file, fixture = root(key)
-        item.add_marker(pytest.mark.xdist_group(f"{file}:{fixture}"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist load`` (pyproject.toml), keeping the tests that share a module fixture on one worker."""
+    return SharedFixtureScheduling(config, log) if config.getvalue("dist") == "load" else None
 
 
 @pytest.fixture(scope="session")

@@ -133,7 +133,7 @@ def finish(folder: Path, attention: str, seed: int, rows: list[dict]) -> None:
 def serving(folder: Path, host: str = "127.0.0.1", refresh: int = 5) -> Iterator[int]:
     """``zoo dashboard FOLDER --host HOST --refresh REFRESH`` served from a thread: its port."""
     server = make_server([folder], host, port=0, refresh=refresh)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shutdown() waits a poll
     try:
         yield server.server_address[1]
     finally:

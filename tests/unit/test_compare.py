@@ -267,7 +267,7 @@ def test_the_dashboard_says_on_its_page_what_it_cannot_read(tmp_path):
 
     write(tmp_path / "runs" / "a", summary("gru", {"bleu": 20.0}))
     server = make_server([tmp_path / "runs"], port=0, refresh=7)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shutdown() waits a poll
     shutil.rmtree(tmp_path / "runs")
     try:
         with pytest.raises(urllib.error.HTTPError) as answer:
