@@ -25,7 +25,10 @@ import zoo.training.callbacks
 from zoo.data.features import write_features
 from zoo.data.prepare import cache_root, prepared_data
 from zoo.disk import DiskFullError
+from zoo.registry import discovery
 from zoo.training.callbacks import AtomicCheckpointIO
+
+discovery.discover()  # the built-in task and dataset that zoo.data.prepare builds
 
 pytestmark = pytest.mark.slow
 

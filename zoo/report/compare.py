@@ -579,10 +579,12 @@ def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
         labels = [g.label for _, board in boards for g in board.groups]
+        # a label in words ("gru encoder, rnn decoder") is found by any part of it, so a typo is matched to the parts
+        words = {part.split()[0] for name in labels for part in name.split(", ") if part.split()}
         raise CompareError(
             with_hint(
                 f"--baseline {label!r} names no single configuration",
-                did_you_mean(label, labels),
+                did_you_mean(label, [*labels, *sorted(words)]),
                 f"choose one of: {'; '.join(labels)}",
             )
         )
