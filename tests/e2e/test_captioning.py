@@ -67,7 +67,10 @@ def test_features_extracted_once_train_a_captioner(tmp_path):
 
 
 # Encoders whose defaults are wide enough to take seconds a batch, and their narrow settings (each trains alone).
-NARROW_ENCODERS = {"transformer": ["encoder.d_model=32", "encoder.heads=2", "encoder.ff_dim=64", "encoder.layers=1"]}
+NARROW_ENCODERS = {
+    "transformer": ["encoder.d_model=32", "encoder.heads=2", "encoder.ff_dim=64", "encoder.layers=1"],
+    "mamba": ["encoder.d_model=32", "encoder.d_state=8", "encoder.layers=1"],  # its scan: 8 s at its defaults
+}
 
 
 def test_every_encoder_reads_an_image_grid(tmp_path):
