@@ -1,7 +1,7 @@
 """The contract checks, shipped with zoo: every registered component against the contract of its kind.
 
 ``zoo check NAME...`` runs the cases that build a named component, on an installed plugin or one in a
-plugin folder, without a checkout or pytest; ``tests/test_contracts.py`` runs every case, so a new plugin
+plugin folder, without a checkout or pytest; ``tests/contracts/test_contracts.py`` runs every case, so a new plugin
 is checked the moment it registers.
 """
 

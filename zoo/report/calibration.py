@@ -5,7 +5,7 @@ test items are hard or easy for every model) + the seed's offset (training noise
 noise on each item (``ITEM_SD``, low or high against the seeds' spread). Both sides of a null comparison are the
 same configuration, so every p < 0.05 is a false positive; with ``effect`` added to one side the same count is
 the power. The tests of the project require the false-positive rate in [3 %, 7 %] in every cell
-(tests/test_calibration.py); ``python -m zoo.report.calibration`` prints the table docs/results.md holds.
+(tests/unit/test_calibration.py); ``python -m zoo.report.calibration`` prints the table docs/results.md holds.
 """
 
 from __future__ import annotations
