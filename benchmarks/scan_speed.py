@@ -48,10 +48,11 @@ def medians(contestants: dict, rounds: int) -> dict[str, float]:
 
 
 def loop_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """h_t = a_t * h_{t-1} + b_t one step at a time: a, b (B, L, E, N) -> h (B, L, E, N)."""
+    """h_t = a_t * h_{t-1} + b_t one step at a time: a, b (B, L, E, N) -> h (B, L, E, N). The steps are taken
+    apart by unbind, whose backward is one stack (indexing a[:, t] would write a whole zero gradient per step)."""
     h, out = torch.zeros_like(b[:, 0]), []
-    for t in range(a.shape[1]):
-        h = a[:, t] * h + b[:, t]
+    for a_t, b_t in zip(a.unbind(1), b.unbind(1)):
+        h = a_t * h + b_t
         out.append(h)
     return torch.stack(out, dim=1)
 

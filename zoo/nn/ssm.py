@@ -319,8 +319,8 @@ def step_by_step(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     x (B, L, D) -> (B, L, D'); equals ``layer(x)`` for a layer with ``initial_state`` and ``step``."""
     state = layer.initial_state(x.shape[0], x)
     outputs = []
-    for t in range(x.shape[1]):
-        y, state = layer.step(x[:, t], state)
+    for x_t in x.unbind(1):  # whose backward is one stack, where x[:, t] would make a whole gradient per step
+        y, state = layer.step(x_t, state)
         outputs.append(y)
     return torch.stack(outputs, dim=1)
 
