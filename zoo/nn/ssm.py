@@ -16,6 +16,10 @@ With A diagonal every state dimension is a scalar recurrence of its own. The two
   ignore a token, and there is no kernel. The recurrence h_t = a_t * h_{t-1} + b_t is still linear in h, and
   composing two steps gives a step of the same form, an associative operation, so it runs as a parallel scan
   (:func:`linear_scan`: recursive doubling, O(L) work in O(log L) sequential rounds of whole-tensor operations).
+  The rounds pay where many cores or a GPU run each one's products at once. On one CPU thread the bare
+  recurrence is bound by memory, and a loop over steps, which reads every number once, is faster; the layer's
+  parallel form still beats stepping it token by token at long lengths (its projections and discretisation run
+  once over the whole sequence), but not on short sequences in large batches (benchmarks/scan_speed.py).
 
 Padding. A layer's input is zeroed at padded steps, and Mamba's step Δ is 0 there (Ā = 1, B̄u = 0: the state
 passes through unchanged). A zero input leaves a zero state zero, and every layer is causal, so padded steps
