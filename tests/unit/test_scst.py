@@ -182,7 +182,9 @@ def test_scst_settings_are_refused_at_composition_in_one_line(overrides, message
     with pytest.raises(ConfigError, match=message) as refused:
         validate(composed("task=captioning", *overrides))
     assert "\n" not in str(refused.value)
-    assert "metric" not in message or "choose one that scores items one by one: scst.metric=accuracy|bleu|" in str(refused.value)
+    assert "metric" not in message or "choose one that scores items one by one: scst.metric=accuracy|bleu|" in str(
+        refused.value
+    )
 
 
 def test_a_metric_without_per_item_scores_is_refused_naming_those_that_have_them(monkeypatch):
