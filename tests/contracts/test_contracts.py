@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import pytest
 
+from zoo import registry
+from zoo.api.metrics import JavaScorer
 from zoo.checks import all_cases, run_case
 from zoo.registry import discovery
 
 discovery.discover()
 
 
-@pytest.mark.parametrize("case", all_cases(), ids=lambda case: case.id)
+def runs_java(case) -> bool:
+    """Whether a component of ``case`` scores through a Java program (pycocoevalcap's): a JVM starts, seconds."""
+    return any(issubclass(registry.get(kind, name).cls, JavaScorer) for kind, name in case.components)
+
+
+CASES = [pytest.param(case, marks=pytest.mark.slow) if runs_java(case) else case for case in all_cases()]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_contract(case):
     outcome = run_case(case)
     if outcome.status == "not applicable":
