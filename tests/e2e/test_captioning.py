@@ -6,7 +6,7 @@ import json
 
 import pytest
 from helpers import fork_zoo
-from helpers.runs import CAPTION_TINY
+from helpers.runs import CAPTION_TINY, NARROW_ENCODERS
 from PIL import Image
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
@@ -64,13 +64,6 @@ def test_features_extracted_once_train_a_captioner(tmp_path):
     assert named_by_path.split("\t")[1].strip(), "a features run finds an image of its file by the path's tail"
     unknown = fork_zoo("caption", str(tmp_path / "run"), "/anywhere/else.jpg", cwd=tmp_path, check=False)
     assert unknown.returncode != 0 and "no precomputed features for image" in unknown.stderr
-
-
-# Encoders whose defaults are wide enough to take seconds a batch, and their narrow settings (each trains alone).
-NARROW_ENCODERS = {
-    "transformer": ["encoder.d_model=32", "encoder.heads=2", "encoder.ff_dim=64", "encoder.layers=1"],
-    "mamba": ["encoder.d_model=32", "encoder.d_state=8", "encoder.layers=1"],  # its scan: 8 s at its defaults
-}
 
 
 def test_every_encoder_reads_an_image_grid(tmp_path):

@@ -1,6 +1,7 @@
 """Every experiment preset that sweeps (``hydra.sweeper.params``) runs its whole sweep, one tiny job per
-combination, as ``zoo train -m experiment=NAME`` would, and every model recipe trains a few batches in one
-sweep per dataset (``zoo train -m model=a,b,...``); shrinking and data as in helpers/presets.py."""
+combination, as ``zoo train -m experiment=NAME`` would (a swept encoder that is slow at its defaults narrow, in a
+sweep of its own), and every model recipe trains a few batches in one sweep per dataset (``zoo train -m
+model=a,b,...``); shrinking and data as in helpers/presets.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from helpers.presets import (
     sweep_params,
     tiny_budgets,
 )
+from helpers.runs import NARROW_ENCODERS
 
 from zoo.registry.discovery import discover
 
@@ -59,13 +61,35 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
         sweep["seed"] = ["1"]
     if "trainer.budget_flops" in sweep:  # so do two budgets (the overrides set them)
         sweep["trainer.budget_flops"] = tiny_budgets(sweep["trainer.budget_flops"])
-    sweep_dir = tmp_path / "sweep"
-    fork_zoo("train", "-m", *overrides, f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=env)
-    jobs = math.prod(len(choices) for choices in sweep.values())
-    configs = [check_run(sweep_dir / str(number), corpus) for number in range(jobs)]
-    assert not (sweep_dir / str(jobs)).exists(), f"more than the {jobs} jobs the sweep names"
-    for group in sweep.keys() & DEFAULT_CHOICES.keys():  # a swept component: every choice ran
-        assert {config[group].name for config in configs} == set(sweep[group])
+    swept = {group: choices for group, choices in sweep.items() if group in DEFAULT_CHOICES}
+    configs = []
+    for folder, (narrowing, params) in narrow_apart(sweep).items():
+        fork_zoo("train", "-m", *overrides, *narrowing, f"hydra.sweep.dir={tmp_path / folder}", cwd=tmp_path, env=env)
+        jobs = math.prod(len(choices) for choices in params.values())
+        configs += [check_run(tmp_path / folder / str(number), corpus) for number in range(jobs)]
+        assert not (tmp_path / folder / str(jobs)).exists(), f"more than the {jobs} jobs the sweep names"
+    for group, choices in swept.items():  # a swept component: every choice ran
+        assert {config[group].name for config in configs} == set(choices)
+
+
+def narrow_apart(sweep: dict[str, list[str]]) -> dict[str, tuple[list[str], dict[str, list[str]]]]:
+    """The sweeps that run ``sweep`` (folder: its overrides and what it sweeps): a swept encoder whose defaults are
+    slow trains narrow in a sweep of its own (an override names one encoder's fields, so the command line chooses the
+    encoder too); the others sweep together."""
+    wide = [name for name in sweep.get("encoder", []) if name in NARROW_ENCODERS]
+    if not wide:
+        return {"sweep": ([], sweep)}
+    sweeps = {
+        name: (
+            [f"encoder={name}", f"hydra.sweeper.params.encoder={name}", *NARROW_ENCODERS[name]],
+            {**sweep, "encoder": [name]},
+        )
+        for name in wide
+    }
+    rest = [name for name in sweep["encoder"] if name not in wide]
+    if rest:
+        sweeps["sweep"] = ([f"hydra.sweeper.params.encoder='{','.join(rest)}'"], {**sweep, "encoder": rest})
+    return sweeps
 
 
 @pytest.mark.parametrize("path", list(SEEDED_COPIES), ids=[p.stem for p in SEEDED_COPIES])

@@ -26,6 +26,13 @@ TINY = [
     "trainer.enable_progress_bar=false",
 ]
 
+#: Encoders whose defaults take seconds a batch, and narrow settings that train them in a fraction of that. A test
+#: that sweeps every encoder trains these alone (an override names one encoder's fields).
+NARROW_ENCODERS = {
+    "transformer": ["encoder.d_model=32", "encoder.heads=2", "encoder.ff_dim=64", "encoder.layers=1"],
+    "mamba": ["encoder.d_model=32", "encoder.d_state=8", "encoder.layers=1"],  # its scan: 8-20 s at its defaults
+}
+
 #: A search on tiny settings (the family and its budget aside): what resuming it repeats.
 SEARCH_TINY = [
     "hydra/sweeper=optuna",
