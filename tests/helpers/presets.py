@@ -3,6 +3,8 @@ shrink one to a few batches on tiny data without changing what it compares (test
 
 from __future__ import annotations
 
+import copy
+import functools
 import gzip
 import json
 import random
@@ -70,10 +72,16 @@ def base_paths(path: Path, entries: list) -> list[Path]:
 
 
 def load_preset(path: Path) -> dict:
-    """A preset as written, merged over the presets and the recipe it builds on."""
+    """A preset as written, merged over the presets and the recipe it builds on (the caller's own copy)."""
+    return copy.deepcopy(merged_preset(path))
+
+
+@functools.cache  # collecting the preset tests asks for each preset dozens of times
+def merged_preset(path: Path) -> dict:
+    """:func:`load_preset`'s merge, read and made once per file."""
     preset = OmegaConf.to_container(OmegaConf.load(path))
     entries = preset.get("defaults", [])
-    bases = [load_preset(base) for base in base_paths(path, entries)]
+    bases = [merged_preset(base) for base in base_paths(path, entries)]
     merged = OmegaConf.to_container(OmegaConf.merge(*bases, preset)) if bases else preset
     merged["defaults"] = [d for base in bases for d in base.get("defaults", [])] + [
         d for d in entries if isinstance(d, dict)

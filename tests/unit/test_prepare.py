@@ -4,14 +4,11 @@ used half-written, and prepared once when two processes ask at the same time."""
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import ROOT, TINY, fork_zoo
+from helpers import TINY, ForkedZoo, fork_zoo
 from helpers.corpus import tsv_config, write_corpus
 
 import zoo.data.prepare
@@ -134,18 +131,14 @@ def test_two_processes_preparing_at_once_prepare_it_once(tmp_path):
     """Two `zoo prepare` started together: one prepares, the other waits for it and then reads the same folder."""
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "slow.py").write_text(SLOW_DATASET)
-    env = {**os.environ, "ZOO_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "zoo.cli", "prepare", "plugin_dirs=[plugins]", "dataset=slow"]
-    both = [
-        subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in "ab"
-    ]
-    outputs = [process.communicate(timeout=300) for process in both]
-    assert [process.returncode for process in both] == [0, 0], outputs
-    said = sorted(out.split(":")[1].split(",")[-1].strip() for out, _ in outputs)
+    env = {"ZOO_CACHE_DIR": str(tmp_path / "cache")}
+    both = [ForkedZoo("prepare", "plugin_dirs=[plugins]", "dataset=slow", cwd=tmp_path, env=env) for _ in "ab"]
+    done = [process.wait(check=False) for process in both]
+    assert [proc.returncode for proc in done] == [0, 0], [proc.stderr for proc in done]
+    said = sorted(proc.stdout.split(":")[1].split(",")[-1].strip() for proc in done)
     assert said[0] == "already prepared" and said[1].startswith("prepared in")
     (folder,) = [p for p in (tmp_path / "cache" / "prepared").iterdir() if p.is_dir()]
-    assert incomplete(folder) is None and all(str(folder) in out for out, _ in outputs)
+    assert incomplete(folder) is None and all(str(folder) in proc.stdout for proc in done)
 
 
 def test_a_file_overwritten_with_bytes_of_its_size_is_rebuilt_not_trained_on(tmp_path, caplog):
