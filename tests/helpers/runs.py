@@ -13,8 +13,6 @@ from helpers.config import composed
 from helpers.plugins import NUMBERS_PLUGIN
 from helpers.processes import fork_zoo
 from helpers.readme import fenced_block_after
-from zoo.data.datamodule import ZooDataModule
-from zoo.training.module import ZooModule
 
 # Overrides that make a real training run take seconds: tiny data, tiny model, one epoch.
 TINY = [
@@ -102,6 +100,9 @@ def train_caption_run(work: Path) -> Path:
 def initial_weights(folder: Path, *overrides: str, seed: int = 7) -> Path:
     """A checkpoint of the tiny captioner, as a run of ``overrides`` would write it (in ``folder``'s checkpoints/,
     its tokenizers/ beside them), with weights of ``seed``."""
+    from zoo.data.datamodule import ZooDataModule  # Lightning: imported by the tests that need it, so that
+    from zoo.training.module import ZooModule  # pytest-xdist's controller, which runs none, starts its workers sooner
+
     cfg = composed(*CAPTION_TINY, *overrides)
     data = ZooDataModule(cfg, folder)
     data.setup()
