@@ -20,7 +20,8 @@ from helpers.battery import TRAIN_TINY, Case, assert_refused
 from helpers.images import png
 from PIL import Image
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bad_inputs_inference")]  # cases take module runs by name
+# Its cases take their runs by name (module ones, and the session's caption_run: one worker makes it for all its users).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("caption_run")]
 
 # The battery's tiny translation run on other training data, so with another vocabulary.
 OTHER_DATA = [arg if not arg.startswith("dataset.train_size=") else "dataset.train_size=40" for arg in TRAIN_TINY]

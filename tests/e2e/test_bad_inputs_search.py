@@ -13,7 +13,8 @@ import pytest
 from helpers import SEARCH_TINY
 from helpers.battery import Case, assert_refused
 
-pytestmark = pytest.mark.slow
+# The session's finished_search is made once, on the worker of every test that copies it.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finished_search")]
 
 
 def resume(*changed: str, family: str = "model=gru") -> list[str]:

@@ -15,6 +15,7 @@ from zoo.registry import discovery
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.xdist_group("caption_run")  # the session's run: made once, on the worker of all its users
 def test_a_captioning_run_reports_caption_metrics_and_samples(caption_run):
     summary = json.loads((caption_run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["monitor"] == "cider_d"
@@ -25,6 +26,7 @@ def test_a_captioning_run_reports_caption_metrics_and_samples(caption_run):
     )
 
 
+@pytest.mark.xdist_group("caption_run")
 def test_zoo_caption_and_zoo_attention_read_image_files(caption_run, tmp_path):
     from zoo_plugins.datasets.scenes import ScenesDataset
 

@@ -110,6 +110,7 @@ def test_bad_stdin_lines_get_empty_output_lines_and_the_others_their_translation
     ]
 
 
+@pytest.mark.xdist_group("caption_run")  # the session's run: made once, on the worker of all its users
 def test_images_that_cannot_be_used_get_empty_captions_and_the_others_theirs(caption_run, tmp_path):
     images = {"a.png": png(), "cut.png": png()[:1000], "b.png": png(48, 40)}
     for name, data in images.items():

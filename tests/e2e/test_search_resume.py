@@ -17,7 +17,8 @@ from zoo.search import STUDY_FILE
 from zoo.search.space import distribution, flat_space, range_text
 from zoo.search.sweeper import DEFINITION
 
-pytestmark = pytest.mark.slow
+# The session's finished_search is made once, on the worker of every test that copies it.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finished_search")]
 
 
 def studies(sweep: Path) -> dict[str, optuna.study.StudySummary]:
