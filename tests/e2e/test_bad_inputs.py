@@ -275,7 +275,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+# A case copying the session's plugin_run goes to the worker of its other user: the run is made once.
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.xdist_group("plugin_run")) if c.copy == "plugin_run" else c for c in CASES],
+    ids=lambda case: case.id,
+)
 def test_bad_input_is_one_early_line_and_changes_nothing(case, tmp_path, finished_run, request):
     here = tmp_path / "case"
     here.mkdir()

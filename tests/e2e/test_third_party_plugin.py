@@ -103,6 +103,7 @@ def test_missing_plugin_folder_is_a_clear_error(tmp_path):
     assert proc.returncode == 1 and "does not exist" in proc.stderr
 
 
+@pytest.mark.xdist_group("plugin_run")  # with the battery's case that copies it: the run is made once
 def test_a_task_with_its_own_kind_of_source_trains_compares_reports_and_predicts(plugin_run, tmp_path, monkeypatch):
     """The plugin_run fixture (conftest.py) trained the folder plugins' `sorting` task (numbers in, numbers sorted
     out): nothing in zoo names it, its source kind, its breakdown or its command."""
