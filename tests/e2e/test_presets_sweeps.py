@@ -59,7 +59,7 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
     if "seed" in sweep:  # one seed shows the sweep works; the others only repeat it
         overrides.append("hydra.sweeper.params.seed=1")
         sweep["seed"] = ["1"]
-    if "trainer.budget_flops" in sweep:  # so do two budgets (the overrides set them)
+    if "trainer.budget_flops" in sweep:  # so does one budget (the overrides set it)
         sweep["trainer.budget_flops"] = tiny_budgets(sweep["trainer.budget_flops"])
     swept = {group: choices for group, choices in sweep.items() if group in DEFAULT_CHOICES}
     configs = []

@@ -47,6 +47,7 @@ CAPTION_TINY = [
     "dataset.train_size=40",
     "dataset.val_size=6",
     "dataset.test_size=6",
+    "task.image_size=32",  # a 4 x 4 grid after the CNN's three halvings
     "frontend.dim=32",
     "decoder.hidden_size=32",
     "decoder.embed_dim=32",
