@@ -99,13 +99,20 @@ def point(spec: dict) -> dict:
     }
 
 
-def run_point(spec: dict) -> dict:
-    """``point(spec)`` in a fresh Python process."""
+def run_point(spec: dict, timeout: float | None = None) -> dict:
+    """``point(spec)`` in a fresh Python process (a RuntimeError when it fails or runs past ``timeout`` s)."""
     here = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run(
-        [sys.executable, "-m", "speed.length", json.dumps(spec)], env=env, capture_output=True, text=True
-    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "speed.length", json.dumps(spec)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the point {spec['encoder']} at length {spec['length']} ran past {timeout:.0f} s") from None
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the point {spec['encoder']} at length {spec['length']} failed: {last}")
