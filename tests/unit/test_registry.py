@@ -131,3 +131,13 @@ def test_a_plugin_folder_is_discovered_once_per_process(tmp_path, monkeypatch):
     monkeypatch.setattr(discovery, "load_folder", loaded.append)
     discovery.discover([str(folder)])
     assert loaded == []
+
+
+def test_zoo_check_reads_a_bare_name_as_every_kind_registered_under_it():
+    from zoo.cli.check import resolve
+
+    discovery.discover()
+    assert resolve("s4d") == [("decoder", "s4d"), ("encoder", "s4d")]  # a family is an encoder and a decoder
+    assert resolve("encoder/s4d") == [("encoder", "s4d")]
+    with pytest.raises(registry.RegistryError, match="did you mean s4d\?"):
+        resolve("s4dd")

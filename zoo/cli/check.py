@@ -10,7 +10,12 @@ from zoo.cli.args import CommandParser
 
 def run(args: list[str], description: str) -> None:
     parser = CommandParser(prog="zoo check", description=description)
-    parser.add_argument("names", nargs="+", metavar="NAME", help="a component: NAME, or KIND/NAME where names clash")
+    parser.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="a component: NAME (every kind registered under it: s4d checks the encoder and the decoder), or KIND/NAME",
+    )
     parser.add_argument("--plugin-dir", action="append", default=[], metavar="DIR", help="a plugin folder to load")
     parser.add_argument("--verbose", action="store_true", help="print every case, not only those that fail")
     opts = parser.parse_args(args)
@@ -19,7 +24,7 @@ def run(args: list[str], description: str) -> None:
     from zoo.registry.discovery import discover
 
     discover(opts.plugin_dir)
-    components = [resolve(given) for given in opts.names]
+    components = [component for given in opts.names for component in resolve(given)]
     failed = 0
     for kind, name in components:
         outcomes = [run_case(case) for case in cases_for(kind, name)]
@@ -38,21 +43,19 @@ def run(args: list[str], description: str) -> None:
         raise SystemExit(1)
 
 
-def resolve(given: str) -> tuple[str, str]:
-    """``KIND/NAME`` or a ``NAME`` registered under one kind -> (kind, name); anything else is one line."""
+def resolve(given: str) -> list[tuple[str, str]]:
+    """``KIND/NAME`` -> that component; a bare ``NAME`` -> every (kind, name) registered under it (a family is
+    often an encoder and a decoder of one name); anything else is one line."""
     from zoo import registry
     from zoo.config.suggest import did_you_mean, with_hint
 
     if "/" in given:
         kind, name = given.split("/", 1)
         registry.get(registry.kind(kind).name, name)
-        return kind, name
-    kinds = [entry.kind for entry in registry.entries() if entry.name == given]
-    if len(kinds) == 1:
-        return kinds[0], given
+        return [(kind, name)]
+    kinds = sorted(entry.kind for entry in registry.entries() if entry.name == given)
     if kinds:
-        choices = " or ".join(f"{kind}/{given}" for kind in kinds)
-        raise registry.RegistryError(f"'{given}' names a component of several kinds; say which: {choices}")
+        return [(kind, given) for kind in kinds]
     every = sorted({entry.name for entry in registry.entries()})
     raise registry.RegistryError(
         with_hint(f"no component is registered as '{given}'", did_you_mean(given, every), "`zoo list` shows them all")
