@@ -139,5 +139,5 @@ def test_zoo_check_reads_a_bare_name_as_every_kind_registered_under_it():
     discovery.discover()
     assert resolve("s4d") == [("decoder", "s4d"), ("encoder", "s4d")]  # a family is an encoder and a decoder
     assert resolve("encoder/s4d") == [("encoder", "s4d")]
-    with pytest.raises(registry.RegistryError, match="did you mean s4d\?"):
+    with pytest.raises(registry.RegistryError, match=r"did you mean s4d\?"):
         resolve("s4dd")
