@@ -52,6 +52,30 @@ def test_padding_is_invisible(name, layers):
 
 
 @pytest.mark.parametrize("name", CELLS)
+def test_a_batch_without_padding_gives_what_the_packed_form_gives_gradients_too(name):
+    """Such a batch runs unpacked (linear-time backward on the CPU); a padded row beside it sends it packed."""
+    torch.manual_seed(0)
+    enc = encoder(name, layers=2, dropout=0.0)
+    x = torch.randn(B, S, D)
+    whole = mask_for(torch.full((B,), S), S)
+    results = []
+    for rows in (B, B + 1):  # alone, then packed beside a padded row
+        enc.zero_grad()
+        padded = (
+            torch.cat([x, torch.randn(rows - B, S, D)]),
+            torch.cat([whole, mask_for(torch.tensor([1]), S)[: rows - B]]),
+        )
+        out = enc(*padded)
+        (out.memory[:B].square().sum() + out.state[:B].sum()).backward()
+        results.append((out.memory[:B], out.state[:B], [p.grad.clone() for p in enc.parameters()]))
+    (memory, state, grads), (packed_memory, packed_state, packed_grads) = results
+    torch.testing.assert_close(memory, packed_memory, atol=1e-6, rtol=0)
+    torch.testing.assert_close(state, packed_state, atol=1e-6, rtol=0)
+    for grad, packed_grad in zip(grads, packed_grads):
+        torch.testing.assert_close(grad, packed_grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", CELLS)
 def test_state_is_final_state_of_each_direction(name):
     """Forward direction ends at the last real token, backward direction at the first."""
     enc = encoder(name).eval()
