@@ -15,7 +15,8 @@ from zoo.report.compare import compare
 from zoo.report.frontier import frontier
 from zoo.report.runs import find_runs
 from zoo.run.record import totals
-from zoo.training.compute import flops_per_batch
+from zoo.contracts import PAD
+from zoo.training.compute import ComputeMeter, batch_tokens, flops_per_batch
 
 
 class Linear(torch.nn.Module):
@@ -35,6 +36,30 @@ def test_flops_are_counted_forward_and_backward_without_touching_the_model():
     assert flops == 2 * 4 * 16 * 8 * 2  # the forward product and the weight gradient (the input needs none)
     assert model.layer.weight.grad is None and torch.equal(model.layer.weight, before)
     assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_batches_after_the_counted_ones_are_charged_by_the_tokens_they_read_and_write():
+    """A classifier's batch of many short sequences has many labels; of few long ones, few. Both cost what their
+    source tokens cost."""
+
+    def batch(rows: int, length: int) -> dict:
+        source = torch.full((rows, length + 2), 5)
+        source[:, length:] = PAD
+        return {"source": source, "target_out": torch.full((rows, 1), 7)}
+
+    assert batch_tokens(batch(4, 30)) == 4 * 30 + 4
+    assert batch_tokens({"source": torch.randn(3, 3, 8, 8), "target_out": torch.full((3, 5), 7)}) == 3 + 15
+    meter, model = ComputeMeter(), Linear()
+    meter._started = (0.0, 0.0)
+    charged = []
+    for index, rows in enumerate([32] * 4 + [8]):  # four counted batches of 32 sequences of 32 tokens, then 8 x 128
+        given = batch(rows, 32 if rows == 32 else 128)
+        meter.on_train_batch_start(None, model, given, index)
+        model.layer(torch.randn(64, 16))  # what a counted batch costs
+        before = meter.flops
+        meter.on_train_batch_end(None, model, None, given, index)
+        charged.append(meter.flops - before)
+    assert charged[4] == pytest.approx(charged[0] * (8 * 128 + 8) / (32 * 32 + 32)), "by its 1,032 tokens, not 8 labels"
 
 
 def test_compute_adds_up_over_resumed_segments():

@@ -34,12 +34,13 @@ from zoo.run.summary import peak_memory_mb
 log = logging.getLogger("zoo.run")
 
 #: The training batches of each segment whose FLOPs are counted exactly (zoo.training.compute.ComputeMeter); the
-#: others are counted per target token at those batches' rate.
+#: others are counted per token read and written (real source and target tokens) at those batches' rate.
 COUNTED_BATCHES = 4
 #: How the record's FLOPs were counted, as ``summary.json`` says it.
 FLOPS_METHOD = (
     f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
-    "optimiser; matrix products, convolutions, attention and FFTs), then per target token"
+    "optimiser; matrix products, convolutions, attention and FFTs), then per token read and written (real source "
+    "and target tokens)"
 )
 
 

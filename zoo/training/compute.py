@@ -5,12 +5,14 @@ Equal epochs are not equal compute: a GRU and a Transformer do very different wo
 
 - **FLOPs**: ``torch.utils.flop_counter``'s formulas count the matrix products (forward, backward and
   optimiser) of the first :data:`COUNTED_BATCHES` training batches of each segment exactly; counting every batch
-  would slow a small recurrent model 4x, so later batches are charged the counted FLOPs per target token times
-  their target tokens (token-budget batches differ little). The fast Fourier transforms of a long convolution
-  (S4D's) are counted too, at the usual 5 n log2 n real FLOPs for a complex transform of length n and half that
-  for a real one (Cooley & Tukey, 1965; the convention of FFTW's benchmarks). Element-wise work (activations,
-  norms, a selective scan's multiply-adds) is not counted, as usual: for Mamba's scan that is roughly a tenth to a
-  fifth of its block's FLOPs, so budgets in FLOPs favour it by that much (``budget_minutes`` has no such gap).
+  would slow a small recurrent model 4x, so later batches are charged the counted FLOPs per token times the
+  tokens they read and write (:func:`batch_tokens`: real source and target tokens; per target token alone, a
+  classifier's batch of 256 short sequences would be charged 8x a batch of 32 long ones of the same cost). The
+  fast Fourier transforms of a long convolution (S4D's) are counted too, at the usual 5 n log2 n real FLOPs for
+  a complex transform of length n and half that for a real one (Cooley & Tukey, 1965; the convention of FFTW's
+  benchmarks). Element-wise work (activations, norms, a selective scan's multiply-adds) is not counted, as
+  usual: for Mamba's scan that is roughly a tenth to a fifth of its block's FLOPs, so budgets in FLOPs favour
+  it by that much (``budget_minutes`` has no such gap).
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
@@ -37,6 +39,7 @@ from lightning.pytorch.callbacks import Callback
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, shape_wrapper
 
+from zoo.contracts import PAD
 from zoo.run.record import COUNTED_BATCHES
 from zoo.training.callbacks import target_tokens
 
@@ -119,6 +122,14 @@ def flop_counter() -> FlopCounter:
     return FlopCounter()
 
 
+def batch_tokens(batch: dict) -> int:
+    """The tokens a training batch reads and writes, what its FLOPs grow with: real target tokens, plus real source
+    tokens where the source is token ids (an image or a feature grid costs the same in every row: one each)."""
+    source = batch["source"]
+    read = source.size(0) if source.is_floating_point() else int((source != PAD).sum())
+    return read + target_tokens(batch)
+
+
 class ComputeMeter(Callback):
     """Counts this process's training FLOPs and processor-seconds since its segment started (the run record adds
     up the segments, :mod:`zoo.run.record`); under DDP every process does the same work, so the run's
@@ -126,7 +137,7 @@ class ComputeMeter(Callback):
 
     def __init__(self) -> None:
         self.flops = 0.0
-        self._counted = (0.0, 0)  # FLOPs and target tokens of the batches counted exactly
+        self._counted = (0.0, 0)  # FLOPs and tokens (batch_tokens) of the batches counted exactly
         self._batches_counted = 0
         self._counter: FlopCounter | None = None
         self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
@@ -145,7 +156,7 @@ class ComputeMeter(Callback):
             self._counter.__enter__()
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        tokens = target_tokens(batch)
+        tokens = batch_tokens(batch)
         if self._counter is not None:
             self._counter.__exit__(None, None, None)
             flops, self._counter = float(self._counter.get_total_flops()), None
