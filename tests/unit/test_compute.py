@@ -11,11 +11,11 @@ from helpers.run_files import summary, write
 
 from zoo.config.checks import ConfigError
 from zoo.config.sections import TrainerConfig
+from zoo.contracts import PAD
 from zoo.report.compare import compare
 from zoo.report.frontier import frontier
 from zoo.report.runs import find_runs
 from zoo.run.record import totals
-from zoo.contracts import PAD
 from zoo.training.compute import ComputeMeter, batch_tokens, flops_per_batch
 
 
