@@ -36,11 +36,11 @@ def without_seeds(preset: dict) -> dict:
     return preset
 
 
-# A preset that sweeps only recipes (and seeds) trains what test_model_recipes_train trains already; one that
-# is another preset plus seeds (compare_posenc: posenc_length over 3 seeds) trains what that one trains.
-SWEEPING = [
-    p for p in PRESETS if sweep_params(load_preset(p)) and set(sweep_params(load_preset(p))) - {"model", "seed"}
-]
+# A preset that sweeps only recipes, seeds and FLOP budgets (compare_compute) trains what test_model_recipes_train
+# trains already, the budgets laid out as compare_listops's sweep lays out its own; one that is another preset plus
+# seeds (compare_posenc: posenc_length over 3 seeds) trains what that one trains.
+ONLY_RECIPES = {"model", "seed", "trainer.budget_flops"}
+SWEEPING = [p for p in PRESETS if sweep_params(load_preset(p)) and set(sweep_params(load_preset(p))) - ONLY_RECIPES]
 SEEDED_COPIES = {
     p: q
     for p in SWEEPING
