@@ -36,8 +36,9 @@ class RecurrentEncoder(Encoder):
     the recurrence: the backward direction starts at each sequence's real last
     token, and appending padding changes neither memory nor state. A row with no
     real token at all is run for one step and its memory is then zeroed. A batch
-    without padding runs unpacked, which computes the same numbers: on the CPU the
-    packed form's backward pass costs O(length^2) (each step's slice of the input
+    without padding runs unpacked, the same arithmetic (equal to float rounding: the
+    input projection is summed in another order): on the CPU the packed form's
+    backward pass costs O(length^2) (each step's slice of the input
     gets a gradient the size of the whole input), 4.5x the unpacked one at 8,192
     tokens (docs/results.md, cost against length).
     """
