@@ -16,11 +16,11 @@ from helpers.presets import (
     DEFAULT_CHOICES,
     PRESETS,
     RECIPES,
+    TINY_BUDGETS,
     check_run,
     load_preset,
     prepare,
     sweep_params,
-    tiny_budgets,
 )
 from helpers.runs import NARROW_ENCODERS
 
@@ -60,7 +60,7 @@ def test_preset_sweep_runs(path: Path, tmp_path: Path):
         overrides.append("hydra.sweeper.params.seed=1")
         sweep["seed"] = ["1"]
     if "trainer.budget_flops" in sweep:  # so does one budget (the overrides set it)
-        sweep["trainer.budget_flops"] = tiny_budgets(sweep["trainer.budget_flops"])
+        sweep["trainer.budget_flops"] = list(TINY_BUDGETS)
     swept = {group: choices for group, choices in sweep.items() if group in DEFAULT_CHOICES}
     configs = []
     for folder, (narrowing, params) in narrow_apart(sweep).items():

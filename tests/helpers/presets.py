@@ -109,10 +109,9 @@ def sweep_params(preset: dict) -> dict[str, list[str]]:
     return {key: [choice.strip() for choice in str(value).split(",")] for key, value in params.items()}
 
 
-def tiny_budgets(budgets: list[str]) -> list[str]:
-    """The FLOP budget a preset that sweeps ``budgets`` runs at here: one, buying the tiny models a step or two
-    (more only repeat the sweep; unit/test_compute.py shows zoo compare reading several)."""
-    return ["1e8"]
+#: The FLOP budget a preset that sweeps budgets runs at here, buying the tiny models a step or two: one (more only
+#: repeat the sweep; unit/test_compute.py shows zoo compare reading several).
+TINY_BUDGETS = ["1e8"]
 
 
 def shrinking_overrides(preset: dict) -> list[str]:
@@ -126,9 +125,8 @@ def shrinking_overrides(preset: dict) -> list[str]:
     if choice["dataset"] not in SMALL_DATA:
         pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
     overrides = [*FEW_BATCHES, *SMALL_DATA[choice["dataset"]]]
-    budgets = sweep_params(preset).get("trainer.budget_flops")
-    if budgets:  # budgets in FLOPs train for as many steps as they buy
-        overrides += [f"trainer.budget_flops={','.join(tiny_budgets(budgets))}", "trainer.budget_validations=2"]
+    if "trainer.budget_flops" in sweep_params(preset):  # budgets in FLOPs train for as many steps as they buy
+        overrides += [f"trainer.budget_flops={','.join(TINY_BUDGETS)}", "trainer.budget_validations=2"]
     for (group, name), sizes in SMALL_MODEL.items():
         if group not in touched and choice[group] == name:
             overrides += sizes
