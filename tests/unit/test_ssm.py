@@ -18,6 +18,7 @@ from zoo.nn.ssm import (
     MambaLayout,
     S4DLayout,
     S4DMixer,
+    chunked_selective_scan,
     linear_scan,
     mamba_kernel,
     padding_first,
@@ -71,6 +72,28 @@ def test_linear_scan_equals_the_loop(length):
         h = a[:, t] * h + b[:, t]
         expected.append(h)
     assert gap(linear_scan(a, b), torch.stack(expected, dim=1)) <= TOL
+
+
+@pytest.mark.parametrize("length", [1, 7, 16, 45])
+def test_the_chunked_scan_equals_the_parallel_scan_with_its_gradients(length):
+    """The CPU's chunked form (chunks of 16 here, so the states and the adjoints cross chunk borders) against the
+    whole-sequence scan, outputs, last state and the gradient of every input."""
+    torch.manual_seed(0)
+    u, B, C = (torch.randn(2, length, n, dtype=torch.float64) for n in (5, 3, 3))
+    delta, A = torch.rand(2, length, 5, dtype=torch.float64), -torch.rand(5, 3, dtype=torch.float64) * 4
+    leaves = [t.requires_grad_() for t in (u, delta, A, B, C)]
+
+    def whole(u, delta, A, B, C):
+        h = linear_scan((delta[..., None] * A).exp(), u[..., None] * B[:, :, None])
+        return (h * C[:, :, None]).sum(-1), h[:, -1]
+
+    weights = torch.randn(2, length, 5, dtype=torch.float64), torch.randn(2, 5, 3, dtype=torch.float64)
+    results = []
+    for scan in (whole, lambda *t: chunked_selective_scan(*t, chunk=16)):
+        y, last = scan(*leaves)
+        loss = (y * weights[0]).sum() + (last * weights[1]).sum()
+        results.append([y, last, *torch.autograd.grad(loss, leaves)])
+    assert max(gap(a, b) for a, b in zip(*results)) <= TOL
 
 
 def test_selective_scan_stays_finite_under_strong_decays():
