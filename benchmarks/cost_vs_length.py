@@ -16,6 +16,7 @@ A point that fails or runs past ``--max-seconds`` is left out with the lengths a
 
     python benchmarks/cost_vs_length.py [--lengths 256,...,16384] [--threads 1] [--out benchmarks/results]
     python benchmarks/cost_vs_length.py --quick     # tiny lengths: a smoke test, not a measurement
+    python benchmarks/cost_vs_length.py --families S4D,Mamba   # measure these again, keep the others' rows
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ def slope(points: list[tuple[int, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in xs) / sum((x - mx) ** 2 for x, _ in xs)
 
 
-def training(lengths: list[int], threads: int, max_seconds: float) -> dict[str, list[dict]]:
+def training(lengths: list[int], threads: int, max_seconds: float, families: set[str]) -> dict[str, list[dict]]:
     """Each encoder family's training step on one sequence of every length, shortest first."""
     results: dict[str, list[dict]] = {}
     for label, (encoder, overrides) in ENCODERS.items():
+        if label not in families:
+            continue
         results[label] = []
         for length in lengths:
             spec = {
@@ -112,7 +115,7 @@ def state_bytes(cache) -> int:
     return 0
 
 
-def decoding(checkpoints: list[int], threads: int, max_seconds: float) -> dict[str, list[dict]]:
+def decoding(checkpoints: list[int], threads: int, max_seconds: float, families: set[str]) -> dict[str, list[dict]]:
     """Each decoder family's step time and state after t tokens, for every t in ``checkpoints``."""
     import torch
 
@@ -120,6 +123,8 @@ def decoding(checkpoints: list[int], threads: int, max_seconds: float) -> dict[s
     results: dict[str, list[dict]] = {}
     window = 16
     for label, (decoder, overrides) in DECODERS.items():
+        if label not in families:
+            continue
         cfg = composed_config([f"decoder={decoder}", "encoder=identity", *overrides])
         model = token_model(cfg, VOCAB, torch.device("cpu")).eval()
         source = torch.randint(4, VOCAB, (1, SOURCE), generator=torch.Generator().manual_seed(0))
@@ -200,14 +205,27 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600, help="per training point and per decoder")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--quick", action="store_true", help="lengths 64 and 128: checks that everything runs")
+    parser.add_argument(
+        "--families",
+        help="measure only these labels (comma-separated, e.g. S4D,Mamba) and keep the others' rows from --out",
+    )
     args = parser.parse_args()
+    everyone = set(ENCODERS) | set(DECODERS)
+    families = set(args.families.split(",")) if args.families else everyone
+    if families - everyone:
+        parser.error(f"unknown families {sorted(families - everyone)}; known: {', '.join(sorted(everyone))}")
     lengths = [64, 128] if args.quick else [int(n) for n in args.lengths.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"{cpu_model()}, {args.threads} thread(s), lengths {lengths}", flush=True)
     print("training, one sequence a step:", flush=True)
-    train = training(lengths, args.threads, args.max_seconds)
+    train = training(lengths, args.threads, args.max_seconds, families)
     print("decoding, one token after t:", flush=True)
-    decode = decoding(lengths, args.threads, args.max_seconds)
+    decode = decoding(lengths, args.threads, args.max_seconds, families)
+    kept = args.out / "cost_vs_length_families.json"
+    if args.families and kept.exists():  # the other families' rows, as measured before, in the usual order
+        before = json.loads(kept.read_text())
+        train = {label: train.get(label, before["training"].get(label, [])) for label in ENCODERS}
+        decode = {label: decode.get(label, before["decoding"].get(label, [])) for label in DECODERS}
     heads = " | ".join(f"{n:,}" for n in lengths)
     rule = "|---" * (len(lengths) + 2) + "|"
     md = [
