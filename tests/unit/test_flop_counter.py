@@ -42,3 +42,15 @@ def test_an_fft_convolution_costs_more_than_nothing_forward_and_backward():
     counts = {str(op): flops for op, flops in counter.counts.items()}
     assert set(counts) == {"aten._fft_r2c", "aten._fft_c2r", "aten._fft_c2c"}
     assert all(flops > 0 for flops in counts.values())
+
+
+def test_a_depthwise_convolution_backward_costs_twice_its_forward():
+    """Its input's gradient and its weights' gradient each take the forward's multiply-adds (torch's formula
+    charges the weights' gradient as if every channel met every other: 64 times too much here)."""
+    conv = torch.nn.Conv1d(64, 64, 4, groups=64)
+    x = torch.randn(2, 64, 50, requires_grad=True)
+    with flop_counter() as forward:
+        y = conv(x)
+    with flop_counter() as backward:
+        y.sum().backward()
+    assert backward.get_total_flops() == 2 * forward.get_total_flops() > 0

@@ -39,8 +39,8 @@ COUNTED_BATCHES = 4
 #: How the record's FLOPs were counted, as ``summary.json`` says it.
 FLOPS_METHOD = (
     f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
-    "optimiser; matrix products, convolutions, attention and FFTs), then per token read and written (real source "
-    "and target tokens)"
+    "optimiser; matrix products, convolutions (grouped ones per group), attention and FFTs), then per token read "
+    "and written (real source and target tokens)"
 )
 
 

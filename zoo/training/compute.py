@@ -10,9 +10,12 @@ Equal epochs are not equal compute: a GRU and a Transformer do very different wo
   classifier's batch of 256 short sequences would be charged 8x a batch of 32 long ones of the same cost). The
   fast Fourier transforms of a long convolution (S4D's) are counted too, at the usual 5 n log2 n real FLOPs for
   a complex transform of length n and half that for a real one (Cooley & Tukey, 1965; the convention of FFTW's
-  benchmarks). Element-wise work (activations, norms, a selective scan's multiply-adds) is not counted, as
-  usual: for Mamba's scan that is roughly a tenth to a fifth of its block's FLOPs, so budgets in FLOPs favour
-  it by that much (``budget_minutes`` has no such gap).
+  benchmarks). A grouped convolution's backward pass is counted per group (torch's formula charges a depthwise
+  one's weight gradient channels times over). Element-wise work (activations, norms, a selective scan's
+  recurrence) is not counted, as usual: for Mamba's scan that is roughly a tenth to a fifth of its block's
+  FLOPs, so budgets in FLOPs favour it by that much (``budget_minutes`` has no such gap). On the CPU the scan's
+  products with B and C run as batched matrix products and are counted (5 % of a Mamba block's count; on a GPU,
+  in ``mamba-ssm``'s kernel, they are not).
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
@@ -37,7 +40,7 @@ from contextlib import contextmanager
 import torch
 from lightning.pytorch.callbacks import Callback
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry, shape_wrapper
+from torch.utils.flop_counter import conv_flop_count, flop_registry, shape_wrapper
 
 from zoo.contracts import PAD
 from zoo.run.record import COUNTED_BATCHES
@@ -67,6 +70,33 @@ FFT_FLOPS = {
 }
 
 
+def _conv_backward_flops(
+    grad_out_shape,
+    x_shape,
+    w_shape,
+    _bias,
+    _stride,
+    _padding,
+    _dilation,
+    transposed,
+    _output_padding,
+    _groups,
+    output_mask,
+    out_shape,
+    **kwargs,
+) -> int:
+    """A convolution's backward pass: its input's gradient (a transposed convolution) and its weights' (one
+    multiply-add per multiply-add of the forward pass, so the forward's count). torch's own formula counts the
+    weights' gradient as if the convolution were dense across channels: for a depthwise one (Mamba's, ``groups`` =
+    channels) that is channels times too much, a third of a Mamba block's count."""
+    count = 0
+    if output_mask[0]:
+        count += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        count += conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
+    return count
+
+
 #: What a dispatch mode is asked about a tensor's layout, not work done (as FlopCounterMode leaves them alone).
 _LAYOUT_QUERIES = {
     aten.is_contiguous.default,
@@ -87,15 +117,17 @@ _LAYOUT_QUERIES = {
 
 
 class FlopCounter(TorchDispatchMode):
-    """Total FLOPs of the operations run inside it, by ``torch.utils.flop_counter``'s formulas (FFTs added).
+    """Total FLOPs of the operations run inside it, by ``torch.utils.flop_counter``'s formulas (FFTs added, grouped
+    convolutions' backward pass corrected).
 
-    The same count as ``FlopCounterMode``, without its books per module: those hook every module's inputs and
+    The same count as ``FlopCounterMode`` otherwise, without its books per module: those hook every module's inputs and
     outputs, which made counting a step-by-step recurrent decoder's batch three times as slow as running it.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.formulas = {**flop_registry, **{op: shape_wrapper(count) for op, count in FFT_FLOPS.items()}}
+        ours = {**FFT_FLOPS, aten.convolution_backward: _conv_backward_flops}
+        self.formulas = {**flop_registry, **{op: shape_wrapper(count) for op, count in ours.items()}}
         self.counts: collections.Counter = collections.Counter()  # FLOPs by operation (aten.mm, ...)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -118,7 +150,7 @@ class FlopCounter(TorchDispatchMode):
 
 
 def flop_counter() -> FlopCounter:
-    """A FLOP counter, FFTs included."""
+    """A FLOP counter, FFTs included, grouped convolutions counted right."""
     return FlopCounter()
 
 
