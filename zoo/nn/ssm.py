@@ -19,8 +19,8 @@ With A diagonal every state dimension is a scalar recurrence of its own. The two
   The rounds pay where a GPU runs each one's products at once. A CPU is bound by memory instead: the (B, L, E, N)
   tensors of decays and states are N = 16 times the layer's input, and each round reads them again. There
   :func:`chunked_selective_scan` makes them a chunk of time at a time, in cache, and recomputes them for the
-  backward pass, as ``mamba-ssm``'s kernel does on a GPU: 2× faster than the doubling at L = 1,024, and the
-  layer 8× faster than stepping it token by token (benchmarks/scan_speed.py).
+  backward pass, as ``mamba-ssm``'s kernel does on a GPU: 2.4× faster than the doubling at L = 1,024 in training,
+  and the layer 10× faster than stepping it token by token (benchmarks/scan_speed.py).
 
 Padding. A layer's input is zeroed at padded steps, and Mamba's step Δ is 0 there (Ā = 1, B̄u = 0: the state
 passes through unchanged). A zero input leaves a zero state zero, and every layer is causal, so padded steps
@@ -254,8 +254,8 @@ def chunked_selective_scan(
     tensors of decays, inputs and states are made one chunk at a time, used while they are in cache, and thrown
     away; only the state at each chunk's start is kept, and the backward pass makes each chunk again from it. So
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
-    times instead of once per round of a parallel scan: on one thread it is about 4× faster than
-    :func:`linear_scan` at L = 2,048 (benchmarks/scan_speed.py). Within a chunk the recurrence is a loop over
+    times instead of once per round of a parallel scan: on one thread, forward and backward, it is 2.4× faster
+    than :func:`linear_scan` at L = 1,024 and 5× at 2,048 (benchmarks/scan_speed.py). Within a chunk the recurrence is a loop over
     its steps, each one whole-tensor multiply-add. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS``
     numbers: 32 at batch 1 and Mamba's widths, 1 at batch 32.
     """
@@ -303,7 +303,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         u, delta, A, B, C, starts = ctx.saved_tensors
         du, ddelta, dB, dC = (torch.empty_like(t) for t in (u, delta, B, C))
         dA = torch.zeros_like(A)
-        after = dlast if dlast is not None else u.new_zeros(starts[:, 0].shape)  # what the next chunk passes back
+        after = dlast  # what the next chunk passes back: here, the gradient of the last state
         for index in reversed(range(starts.shape[1])):
             span = slice(index * ctx.chunk, (index + 1) * ctx.chunk)
             start = starts[:, index]
