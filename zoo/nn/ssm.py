@@ -255,9 +255,9 @@ def chunked_selective_scan(
     away; only the state at each chunk's start is kept, and the backward pass makes each chunk again from it. So
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
     times instead of once per round of a parallel scan: on one thread, forward and backward, it is 2.4× faster
-    than :func:`linear_scan` at L = 1,024 and 5× at 2,048 (benchmarks/scan_speed.py). Within a chunk the recurrence is a loop over
-    its steps, each one whole-tensor multiply-add. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS``
-    numbers: 32 at batch 1 and Mamba's widths, 1 at batch 32.
+    than :func:`linear_scan` at L = 1,024 and 5× at 2,048 (benchmarks/scan_speed.py). Within a chunk the
+    recurrence is a loop over its steps, each one whole-tensor multiply-add. ``chunk`` steps, by default as many
+    as make ``CHUNK_ELEMENTS`` numbers: 32 at batch 1 and Mamba's widths, 1 at batch 32.
     """
     if chunk is None:
         chunk = max(1, CHUNK_ELEMENTS // u.shape[0] // A.numel())
