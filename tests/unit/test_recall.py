@@ -29,6 +29,19 @@ def test_the_label_is_the_value_stored_with_the_queried_key():
             assert item.references == (dict(zip(keys, values))[tokens[-1]],)
 
 
+def test_scattered_pairs_stand_at_random_places_each_key_before_its_value():
+    places = set()
+    for item in splits(scatter=True)["train"]:
+        tokens = item.source.split()
+        starts = [i for i, t in enumerate(tokens[:-1]) if t.startswith("k")]
+        assert len(tokens) == 40 and len(starts) == 6 and all(i % 2 == 0 for i in starts)
+        pairs = {tokens[i]: tokens[i + 1] for i in starts}
+        assert all(v.startswith("v") for v in pairs.values()) and tokens.count(".") == 27
+        assert item.references == (pairs[tokens[-1]],)
+        places.add(tuple(starts))
+    assert len(places) > 150, "the places differ from sequence to sequence"
+
+
 def test_keys_and_values_come_from_half_the_vocabulary_each():
     tokens = {token for item in splits()["train"] for token in item.source.split()} - {"."}
     assert {t for t in tokens if t.startswith("k")} == {f"k{i}" for i in range(8)}

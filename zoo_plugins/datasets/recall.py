@@ -9,7 +9,14 @@ compared with attention:
       k3 v7 k12 v0 k5 v7 . . . . . . k12        ->  v0
 
   Keys and values are two vocabularies of ``vocab_size / 2`` tokens each; the query sits at the end, so the
-  model must keep every pair across the filler (or attend back to it). Chance is ``2 / vocab_size``.
+  model must keep every pair across the filler (or attend back to it). Chance is ``2 / vocab_size``. With
+  ``scatter`` the pairs stand at random places among the filler (each key still just before its value)::
+
+      . . k3 v7 . . k12 v0 . . k5 v7 . . . k12  ->  v0
+
+  At fixed places a time-invariant model can read each pair from its fixed distance to the query (a kernel can
+  single out lags); scattered, only a model that chooses by content what to keep can (Gu & Dao, 2023, make the
+  same point with selective copying).
 * ``selective_copying`` (Gu & Dao, 2023): ``copies`` data tokens at random positions among filler; the
   output is the data tokens in order::
 
@@ -58,6 +65,7 @@ class RecallDataset(Dataset):
         test_size: int = 1000  # sequences in the test split
         length: int = 256  # tokens per source sequence
         pairs: int = 16  # associative_recall: key-value pairs before the filler
+        scatter: bool = False  # associative_recall: the pairs at random places among the filler, not at the start
         copies: int = 16  # selective_copying: data tokens to copy
         vocab_size: int = 64  # associative_recall: keys and values, half each; selective_copying: data tokens
 
@@ -100,8 +108,12 @@ class RecallDataset(Dataset):
         query = rng.integers(0, cfg.pairs, size)  # (N,): which pair is asked for
         key_names, value_names = _names("k", half), _names("v", half)
         sources = np.full((size, cfg.length), FILLER, dtype=object)
-        sources[:, 0 : 2 * cfg.pairs : 2] = key_names[keys]
-        sources[:, 1 : 2 * cfg.pairs : 2] = value_names[values]
+        starts = 2 * np.arange(cfg.pairs)[None].repeat(size, axis=0)  # (N, P): where each pair's key stands
+        if cfg.scatter:  # P of the (length - 1) // 2 two-token slots before the query, in order
+            slots = rng.random((size, (cfg.length - 1) // 2)).argpartition(cfg.pairs - 1, axis=1)[:, : cfg.pairs]
+            starts = 2 * np.sort(slots, axis=1)
+        np.put_along_axis(sources, starts, key_names[keys], axis=1)
+        np.put_along_axis(sources, starts + 1, value_names[values], axis=1)
         rows = np.arange(size)
         sources[:, -1] = key_names[keys[rows, query]]
         return sources, value_names[values[rows, query]][:, None]
