@@ -88,7 +88,7 @@ def _conv_backward_flops(
     """A convolution's backward pass: its input's gradient (a transposed convolution) and its weights' (one
     multiply-add per multiply-add of the forward pass, so the forward's count). torch's own formula counts the
     weights' gradient as if the convolution were dense across channels: for a depthwise one (Mamba's, ``groups`` =
-    channels) that is channels times too much, a third of a Mamba block's count."""
+    channels) that is channels times too much, almost half of what a Mamba block was charged."""
     count = 0
     if output_mask[0]:
         count += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
