@@ -114,19 +114,20 @@ def reservoir_weights(
     ):
         if value < 0:
             raise ReservoirError(f"{name} must be >= 0, got {value}")
-    w_in, w, b = _drawn_weights(
+    drawn = _drawn_weights(
         input_dim, units, spectral_radius, input_scaling, connectivity, input_connectivity, bias_scaling, seed
     )
-    return w_in.float(), None if w is None else w.float(), b.float()
+    return tuple(None if t is None else t.clone() for t in drawn)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def _drawn_weights(
     input_dim, units, spectral_radius, input_scaling, connectivity, input_connectivity, bias_scaling, seed
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """:func:`reservoir_weights` in float64, drawn once per process for each setting: the same seed gives the same
-    matrices, and the eigenvalues of a 1,024-unit W take a second, which a model built again (for testing its best
-    checkpoint, or by a sweep's next job) would pay each time. Callers get float32 copies."""
+    """:func:`reservoir_weights`, drawn once per process for each of the last 4 settings (a 2-layer bidirectional
+    encoder's reservoirs): the same seed gives the same matrices, and the eigenvalues of a 1,024-unit W take a
+    second, which a model built again (to test its best checkpoint, or by a sweep's next job) would pay each
+    time. Callers get copies."""
     gen = torch.Generator().manual_seed(seed)
 
     def sparse_uniform(rows: int, cols: int, density: float) -> torch.Tensor:
@@ -148,7 +149,7 @@ def _drawn_weights(
             )
         w *= spectral_radius / radius
     b = (torch.rand(units, generator=gen, dtype=torch.float64) * 2 - 1) * bias_scaling
-    return w_in, w, b
+    return w_in.float(), None if w is None else w.float(), b.float()
 
 
 # --------------------------------------------------------------------------- padding helpers
