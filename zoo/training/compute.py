@@ -97,6 +97,14 @@ def _conv_backward_flops(
     return count
 
 
+#: The formula for each counted op: torch's, with the FFTs added and the convolution's backward pass replaced.
+FORMULAS = {
+    **flop_registry,
+    **{op: shape_wrapper(count) for op, count in FFT_FLOPS.items()},
+    aten.convolution_backward: shape_wrapper(_conv_backward_flops),
+}
+
+
 #: What a dispatch mode is asked about a tensor's layout, not work done (as FlopCounterMode leaves them alone).
 _LAYOUT_QUERIES = {
     aten.is_contiguous.default,
@@ -126,15 +134,13 @@ class FlopCounter(TorchDispatchMode):
 
     def __init__(self) -> None:
         super().__init__()
-        ours = {**FFT_FLOPS, aten.convolution_backward: _conv_backward_flops}
-        self.formulas = {**flop_registry, **{op: shape_wrapper(count) for op, count in ours.items()}}
         self.counts: collections.Counter = collections.Counter()  # FLOPs by operation (aten.mm, ...)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _LAYOUT_QUERIES:
             return NotImplemented
-        formula = self.formulas.get(func._overloadpacket)
+        formula = FORMULAS.get(func._overloadpacket)
         if formula is None and func is not torch.ops.prim.device.default:  # a composite op: count its parts
             with self:
                 parts = func.decompose(*args, **kwargs)
