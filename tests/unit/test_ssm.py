@@ -96,6 +96,52 @@ def test_the_chunked_scan_equals_the_parallel_scan_with_its_gradients(length):
     assert max(gap(a, b) for a, b in zip(*results)) <= TOL
 
 
+def test_a_grouped_scan_equals_each_group_scanned_alone_with_its_gradients():
+    """Two groups of channels, each with its own B and C (how a bidirectional block runs its two directions in one
+    scan), against each group's scan on its own: outputs, last states and every input's gradient."""
+    torch.manual_seed(0)
+    u, delta = torch.randn(2, 23, 6, dtype=torch.float64), torch.rand(2, 23, 6, dtype=torch.float64)
+    A, B, C = -torch.rand(6, 3, dtype=torch.float64) * 4, *(torch.randn(2, 23, 2, 3, dtype=torch.float64) for _ in "BC")
+    leaves = [t.requires_grad_() for t in (u, delta, A, B, C)]
+    weights = torch.randn(2, 23, 6, dtype=torch.float64), torch.randn(2, 6, 3, dtype=torch.float64)
+
+    def alone(u, delta, A, B, C):
+        halves = [
+            chunked_selective_scan(
+                u[..., g * 3 : g * 3 + 3],
+                delta[..., g * 3 : g * 3 + 3],
+                A[g * 3 : g * 3 + 3],
+                B[:, :, g],
+                C[:, :, g],
+                chunk=8,
+            )
+            for g in range(2)
+        ]
+        return (torch.cat(parts, dim=-2 if i else -1) for i, parts in enumerate(zip(*halves)))
+
+    results = []
+    for scan in (alone, lambda *t: chunked_selective_scan(*t, chunk=8)):
+        y, last = scan(*leaves)
+        loss = (y * weights[0]).sum() + (last * weights[1]).sum()
+        results.append([y, last, *torch.autograd.grad(loss, leaves)])
+    assert max(gap(a, b) for a, b in zip(*results)) <= TOL
+
+
+def test_two_mamba_layers_together_equal_each_alone_with_their_gradients():
+    """``Mamba.together`` (a bidirectional block's one scan for both directions) against two separate calls."""
+    torch.manual_seed(0)
+    first, second = layer("mamba"), LAYERS["mamba"]().double()
+    x, other_x = inputs(seed=1).requires_grad_(), inputs(seed=2).requires_grad_()
+    mask = torch.ones(2, 37, dtype=torch.bool)
+    mask[1, 30:] = False
+    leaves = [x, other_x, *first.parameters(), *second.parameters()]
+    results = []
+    for outputs in (first.together(second, x, other_x, mask), (first(x, mask), second(other_x, mask))):
+        loss = sum((out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum() for out in outputs)
+        results.append([*outputs, *torch.autograd.grad(loss, leaves)])
+    assert max(gap(a, b) for a, b in zip(*results)) <= TOL
+
+
 def test_selective_scan_stays_finite_under_strong_decays():
     """Steps of exp(-50) decay over 300 tokens: the scan only multiplies decays together, never divides by one."""
     torch.manual_seed(0)
@@ -263,3 +309,8 @@ def test_mamba_kernel_equals_the_pytorch_scan():
         got, (_, state) = model.cuda()(x.cuda(), return_state=True)
     assert gap(got.cpu(), expected) <= 1e-3 * expected.abs().max().item()
     assert gap(state.cpu(), expected_state) <= 1e-3 * expected_state.abs().max().item()
+    other, other_x = Mamba(32, d_state=16).eval(), torch.randn(2, 200, 32)  # two groups of B and C, as bidirectional
+    with torch.no_grad():
+        expected = model.cpu().together(other, x, other_x, None)
+        got = model.cuda().together(other.cuda(), x.cuda(), other_x.cuda(), None)
+    assert max(gap(a.cpu(), b) for a, b in zip(got, expected)) <= 1e-3 * expected[0].abs().max().item()

@@ -146,6 +146,10 @@ class S4DMixer(nn.Module):
         y, state = self.ssm(x, mask, return_state=True)
         return self.output(y), state
 
+    def together(self, other: S4DMixer, x: torch.Tensor, other_x: torch.Tensor, mask: torch.Tensor | None):
+        """``(self(x, mask), other(other_x, mask))``: two FFT convolutions gain nothing from one call."""
+        return self(x, mask), other(other_x, mask)
+
     def initial_state(self, batch: int, like: torch.Tensor) -> torch.Tensor:
         return self.ssm.initial_state(batch, like)
 
@@ -215,16 +219,18 @@ def selective_scan(
     """Mamba's SSM over a sequence from a zero state: h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t, y_t = C_t h_t + D x_t
     per channel (ZOH for A, Δ B for B̄, as Gu & Dao, 2023 simplify it).
 
-    x, delta (B, L, E), A (E, N), B, C (B, L, N), D (E,) -> (y (B, L, E), the last state h (B, E, N)). On CUDA
-    through ``mamba_ssm``'s kernel when it is installed, else by :func:`linear_scan` over the whole (B, L, E, N)
-    recurrence; on the CPU by :func:`chunked_selective_scan`, which never holds that tensor whole.
+    x, delta (B, L, E), A (E, N), B, C (B, L, N) or, for G groups of E / G channels each reading its own, (B, L, G,
+    N), D (E,) -> (y (B, L, E), the last state h (B, E, N)). On CUDA through ``mamba_ssm``'s kernel when it is
+    installed, else by :func:`linear_scan` over the whole (B, L, E, N) recurrence; on the CPU by
+    :func:`chunked_selective_scan`, which never holds that tensor whole.
     """
+    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
     kernel = mamba_kernel() if x.is_cuda else None
     if kernel is not None:
         y, last = kernel(
             *(t.transpose(1, 2).contiguous() for t in (x, delta)),
             A.float(),
-            *(t.transpose(1, 2).contiguous() for t in (B, C)),
+            *(t.permute(0, 2, 3, 1).contiguous() for t in (B, C)),  # (B, G, N, L)
             D.float(),
             return_last_state=True,
         )
@@ -235,30 +241,40 @@ def selective_scan(
         y, last = chunked_selective_scan(delta * x, delta, A, B, C)
         return y + D.to(dtype) * x, last
     dA = (delta[..., None] * A).exp()  # (B, L, E, N)
-    dBx = (delta * x)[..., None] * B[:, :, None, :]
-    h = linear_scan(dA, dBx)
-    y = (h * C[:, :, None]).sum(-1) + D.to(dtype) * x
+    h = linear_scan(dA, grouped_outer(delta * x, B))
+    y = torch.einsum("blgen,blgn->blge", h.unflatten(2, (B.shape[2], -1)), C).flatten(2) + D.to(dtype) * x
     return y, h[:, -1]
 
 
-CHUNK_ELEMENTS = 2**17  # numbers in a chunk's (B, T, E, N) tensor: 512 KiB, so its few temporaries fit in a L2 cache
+def grouped_outer(u: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """u_te B_tn for every channel e and state n, each group of channels with its own B: u (B, T, E), B (B, T, G,
+    N) -> (B, T, E, N)."""
+    return (u.unflatten(2, (B.shape[2], -1))[..., None] * B[:, :, :, None]).flatten(2, 3)
+
+
+LOG2_E = 1 / math.log(2)
+CHUNK_ELEMENTS = 2**18  # numbers in a chunk's states: 1 MiB, so the chunk's few tensors stay near a L2 cache
 
 
 def chunked_selective_scan(
     u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chunk: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The selective SSM without its skip, h_t = exp(Δ_t A) h_{t-1} + u_t B_t, y_t = C_t h_t, a chunk of time
-    at a time: u = Δx, delta (B, L, E), A (E, N), B, C (B, L, N) -> (y (B, L, E), the last state (B, E, N)).
+    at a time: u = Δx, delta (B, L, E), A (E, N), B, C (B, L, N) or (B, L, G, N) (G groups of channels, each with
+    its own B and C) -> (y (B, L, E), the last state (B, E, N)).
 
     The CPU's form of what ``mamba_ssm``'s kernel does on a GPU (Gu & Dao, 2023, section 3.3.2): the (B, L, E, N)
     tensors of decays, inputs and states are made one chunk at a time, used while they are in cache, and thrown
     away; only the state at each chunk's start is kept, and the backward pass makes each chunk again from it. So
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
-    times instead of once per round of a parallel scan: on one thread, forward and backward, it is 2.4× faster
-    than :func:`linear_scan` at L = 1,024 and 5× at 2,048 (benchmarks/scan_speed.py). Within a chunk the
-    recurrence is a loop over its steps, each one whole-tensor multiply-add. ``chunk`` steps, by default as many
-    as make ``CHUNK_ELEMENTS`` numbers: 32 at batch 1 and Mamba's widths, 1 at batch 32.
+    times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 2.4× faster than
+    :func:`linear_scan` at L = 1,024, forward and backward on one thread). Within a chunk the recurrence is a loop
+    over its steps, each one whole-tensor multiply-add. The chunk's tensors are laid out (B, T, G, N, E / G),
+    channels last, so every product and every sum over the N states runs along contiguous channels and the sums
+    over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
+    64 at batch 1 and Mamba's widths, 1 at batch 32.
     """
+    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
     if chunk is None:
         chunk = max(1, CHUNK_ELEMENTS // u.shape[0] // A.numel())
     return _ChunkedSelectiveScan.apply(u, delta, A, B, C, chunk)
@@ -272,28 +288,38 @@ def _scan_in_place(a: torch.Tensor, b: torch.Tensor, start: torch.Tensor) -> tor
     return b
 
 
+def grouped(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """(B, T, E) -> (B, T, G, 1, E / G): the channels in G groups, shaped to meet the chunk's (B, T, G, N, E / G)
+    tensors."""
+    return t.unflatten(2, (groups, -1)).unsqueeze(3)
+
+
 class _ChunkedSelectiveScan(torch.autograd.Function):
     @staticmethod
-    def chunk_states(u, delta, A, B, start, span: slice) -> tuple[torch.Tensor, torch.Tensor]:
-        """One chunk's decays exp(Δ_t A) and states h_t, each (B, T, E, N), from the state before it."""
-        decay = torch.exp(delta[:, span, :, None] * A)
-        return decay, _scan_in_place(decay, u[:, span, :, None] * B[:, span, None, :], start)
+    def chunk_states(u, delta, A2, B, start, span: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        """One chunk's decays exp(Δ_t A) and states h_t, each (B, T, G, N, E / G), from the state before it. The
+        decay is 2^(Δ_t A log2 e) (``A2`` = A log2 e, (G, N, E / G)): torch's exp2 is about 3× faster than its exp
+        on the CPU (AVX-512), and as accurate here."""
+        groups = B.shape[2]
+        decay = torch.exp2(grouped(delta[:, span], groups) * A2)
+        return decay, _scan_in_place(decay, grouped(u[:, span], groups) * B[:, span, :, :, None], start)
 
     @staticmethod
     def forward(ctx, u, delta, A, B, C, chunk: int):
         batch, length, inner = u.shape
-        starts = u.new_empty(batch, -(-length // chunk), inner, A.shape[1])  # the state before each chunk
-        starts[:, 0] = 0
-        y = torch.empty_like(u)
+        groups, states_n = B.shape[2], A.shape[1]
+        A_g = A.view(groups, -1, states_n).transpose(1, 2).contiguous()  # (G, N, E / G): laid out as the chunk is
+        starts = u.new_zeros(batch, -(-length // chunk), groups, states_n, inner // groups)  # before each chunk
+        y, A2 = torch.empty_like(u), A_g * LOG2_E
         for index, begin in enumerate(range(0, length, chunk)):
             span = slice(begin, begin + chunk)
-            _, states = _ChunkedSelectiveScan.chunk_states(u, delta, A, B, starts[:, index], span)
-            y[:, span] = torch.einsum("bten,btn->bte", states, C[:, span])
+            _, states = _ChunkedSelectiveScan.chunk_states(u, delta, A2, B, starts[:, index], span)
+            y[:, span] = torch.einsum("btgne,btgn->btge", states, C[:, span]).flatten(2)
             if index + 1 < starts.shape[1]:
                 starts[:, index + 1] = states[:, -1]
         ctx.chunk = chunk
         ctx.save_for_backward(u, delta, A, B, C, starts)
-        return y, states[:, -1].clone()
+        return y, states[:, -1].transpose(2, 3).reshape(batch, inner, states_n)
 
     @staticmethod
     def backward(ctx, dy, dlast):
@@ -301,28 +327,32 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         of a linear recurrence is the same recurrence reversed; Martin & Cundy, 2018); then du_t = g_t B_t,
         dB_t = g_t u_t, dC_t = h_t dy_t, and through the decay d(Δ_t A) = g_t exp(Δ_t A) h_{t-1}."""
         u, delta, A, B, C, starts = ctx.saved_tensors
+        groups, states_n = B.shape[2], A.shape[1]
+        A_g = A.view(groups, -1, states_n).transpose(1, 2).contiguous()
+        A2 = A_g * LOG2_E
         du, ddelta, dB, dC = (torch.empty_like(t) for t in (u, delta, B, C))
-        dA = torch.zeros_like(A)
-        after = dlast  # what the next chunk passes back: here, the gradient of the last state
+        dA_g = torch.zeros_like(A_g)
+        after = dlast.view(u.shape[0], groups, -1, states_n).transpose(2, 3)  # the last state's gradient
         for index in reversed(range(starts.shape[1])):
             span = slice(index * ctx.chunk, (index + 1) * ctx.chunk)
             start = starts[:, index]
-            decay, states = _ChunkedSelectiveScan.chunk_states(u, delta, A, B, start, span)
-            g = dy[:, span, :, None] * C[:, span, None, :]
+            decay, states = _ChunkedSelectiveScan.chunk_states(u, delta, A2, B, start, span)
+            dy_t = dy[:, span].unflatten(2, (groups, -1))  # (B, T, G, E / G)
+            g = dy_t[:, :, :, None] * C[:, span, :, :, None]
             g[:, -1] += after
             later = g[:, -1]
             for decay_t, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
                 later = g_t.addcmul_(decay_t, later)
             after = decay[:, 0] * g[:, 0]
-            dC[:, span] = torch.einsum("bten,bte->btn", states, dy[:, span])
-            du[:, span] = torch.einsum("bten,btn->bte", g, B[:, span])
-            dB[:, span] = torch.einsum("bten,bte->btn", g, u[:, span])
+            dC[:, span] = torch.einsum("btgne,btge->btgn", states, dy_t)
+            du[:, span] = torch.einsum("btgne,btgn->btge", g, B[:, span]).flatten(2)
+            dB[:, span] = torch.einsum("btgne,btge->btgn", g, u[:, span].unflatten(2, (groups, -1)))
             dlog = g.mul_(decay)  # times h_{t-1}: the gradient of Δ_t A
             dlog[:, 1:] *= states[:, :-1]
             dlog[:, 0] *= start
-            ddelta[:, span] = (dlog * A).sum(-1)
-            dA += (dlog * delta[:, span, :, None]).sum((0, 1))  # einsum's (E, N) reduction here is 25x slower
-        return du, ddelta, dA, dB, dC, None
+            ddelta[:, span] = (dlog * A_g).sum(3).flatten(2)
+            dA_g += (dlog * grouped(delta[:, span], groups)).sum((0, 1))
+        return du, ddelta, dA_g.transpose(1, 2).reshape(A.shape), dB, dC, None
 
 
 @functools.cache
@@ -381,7 +411,9 @@ class Mamba(nn.Module):
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         return F.softplus(self.dt_proj(dt)), B, C
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
+    def _scan_inputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """x (B, L, d_model) -> the SSM's input u and step Δ (B, L, E), its B and C (B, L, N), the gate z (B, L,
+        E) and the convolution's input (B, E, d_conv - 1 + L)."""
         x, z = self.in_proj(x).chunk(2, dim=-1)  # (B, L, E) each
         if mask is not None:
             x = x.masked_fill(~mask[..., None], 0.0)
@@ -390,11 +422,28 @@ class Mamba(nn.Module):
         delta, B, C = self._selection(u)
         if mask is not None:
             delta = delta.masked_fill(~mask[..., None], 0.0)  # Ā = 1, B̄ = 0: the state passes padding unchanged
+        return u, delta, B, C, z, before
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
+        u, delta, B, C, z, before = self._scan_inputs(x, mask)
         y, last = selective_scan(u, delta, -self.A_log.exp(), B, C, self.D)
         out = self.out_proj(y.to(z.dtype) * F.silu(z))
         if not return_state:
             return out
         return out, (before[..., before.shape[-1] - (self.d_conv - 1) :], last)
+
+    def together(self, other: Mamba, x: torch.Tensor, other_x: torch.Tensor, mask: torch.Tensor | None):
+        """``(self(x, mask), other(other_x, mask))`` from one scan: the two layers' channels side by side, each
+        half with its own B and C (two groups, as Mamba-2's), so the scan's sequential steps are taken once for
+        both. A bidirectional block's two directions run so: 1.x faster on the CPU (benchmarks/scan_speed.py)."""
+        mine, theirs = self._scan_inputs(x, mask), other._scan_inputs(other_x, mask)
+        u, delta = (torch.cat(pair, dim=-1) for pair in zip(mine[:2], theirs[:2]))
+        B, C = (torch.stack(pair, dim=2) for pair in zip(mine[2:4], theirs[2:4]))
+        A = -torch.cat([self.A_log, other.A_log]).exp()
+        y, _ = selective_scan(u, delta, A, B, C, torch.cat([self.D, other.D]))
+        y, other_y = y.chunk(2, dim=-1)
+        z, other_z = mine[4], theirs[4]
+        return self.out_proj(y.to(z.dtype) * F.silu(z)), other.out_proj(other_y.to(other_z.dtype) * F.silu(other_z))
 
     def initial_state(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Zeros: the convolution window (B, E, d_conv - 1) and the SSM state (B, E, N), in float32 or wider."""
@@ -508,9 +557,11 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, return_state: bool = False):
         h = self.norm(x)
-        out, state = self.mixer(h, mask, return_state=True) if return_state else (self.mixer(h, mask), None)
-        if self.backward_mixer is not None:
-            out = out + reverse_padded(self.backward_mixer(reverse_padded(h, mask), mask), mask)
+        if self.backward_mixer is None:
+            out, state = self.mixer(h, mask, return_state=True) if return_state else (self.mixer(h, mask), None)
+        else:  # an encoder's: nothing steps it on, so it has no state to return
+            out, back = self.mixer.together(self.backward_mixer, h, reverse_padded(h, mask), mask)
+            out, state = out + reverse_padded(back, mask), None
         return x + self.dropout(out), state
 
     def step(self, x: torch.Tensor, state):
