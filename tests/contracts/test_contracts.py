@@ -31,3 +31,13 @@ def test_contract(case):
     if outcome.status == "not applicable":
         pytest.skip(outcome.reason)
     assert outcome.status == "ok", f"{case.id}: {outcome.reason}"
+
+
+def test_a_decoder_that_uses_no_scorer_is_checked_once_not_per_scorer():
+    """``uses_scorer = False`` (mamba) gives one case per check and posenc, naming no scorer; rnn, every scorer."""
+    cases = [case for case in all_cases() if case.check == "steps equal teacher forcing"]
+    scorers = {
+        name: {dict(case.components).get("attention") for case in cases if ("decoder", name) in case.components}
+        for name in ("mamba", "rnn")
+    }
+    assert scorers == {"mamba": {None}, "rnn": set(registry.names("attention"))}

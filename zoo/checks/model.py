@@ -167,8 +167,9 @@ def encoder_output() -> EncoderOutput:
     )
 
 
-def build_decoder(name: str, scorer: str, posenc: str, layout: str):
-    """The decoder over :func:`encoder_output`; a refused scorer/posenc combination is :class:`Refused`."""
+def build_decoder(name: str, scorer: str | None, posenc: str, layout: str):
+    """The decoder over :func:`encoder_output`; a refused scorer/posenc combination is :class:`Refused`. A decoder
+    that scores with no scorer (``scorer`` None) is given the kind's default, as a run gives it."""
     cfg = small_config("decoder", name, **LAYOUTS.get(layout, {}))
     if "hidden_size" in cfg:  # queries then match the memory size, which dot-product scorers need
         cfg["hidden_size"] = MEMORY_DIM
@@ -179,14 +180,15 @@ def build_decoder(name: str, scorer: str, posenc: str, layout: str):
             vocab_size=V,
             memory_dim=MEMORY_DIM,
             state_dim=STATE_DIM,
-            scorer=small_config("attention", scorer),
+            scorer=small_config("attention", scorer or registry.kind("attention").default),
             posenc=small_config("posenc", posenc),
         )
     except ValueError as error:
-        raise Refused(f"decoder '{name}' refuses attention '{scorer}' / posenc '{posenc}': {error}") from error
+        combination = (f"attention '{scorer}' / " if scorer else "") + f"posenc '{posenc}'"
+        raise Refused(f"decoder '{name}' refuses {combination}: {error}") from error
 
 
-def check_decoder_shapes(name: str, scorer: str, posenc: str, layout: str, tmp: Path) -> None:
+def check_decoder_shapes(name: str, scorer: str | None, posenc: str, layout: str, tmp: Path) -> None:
     seeded()
     enc = encoder_output()
     decoder = build_decoder(name, scorer, posenc, layout).train()
@@ -197,14 +199,14 @@ def check_decoder_shapes(name: str, scorer: str, posenc: str, layout: str, tmp: 
     expect(any(p.grad is not None and p.grad.abs().sum() > 0 for _, p in trainable), "no gradient in the decoder")
     reached = [t.grad is not None and t.grad.abs().sum() > 0 for t in (enc.memory, enc.state)]
     expect(any(reached), "no gradient reaches the encoder's output (memory or state)")
-    if scorer_reads_keys(scorer):
+    if scorer is None or scorer_reads_keys(scorer):
         # Every trainable parameter must take part (DDP fails on unused parameters). A scorer that ignores
         # its keys (location, none) may leave a decoder's key projections unused, so it is exempt.
         unused = [n for n, p in trainable if p.grad is None]
         expect(not unused, f"decoder parameters without gradient: {unused}")
 
 
-def check_decoder_steps(name: str, scorer: str, posenc: str, layout: str, tmp: Path) -> None:
+def check_decoder_steps(name: str, scorer: str | None, posenc: str, layout: str, tmp: Path) -> None:
     seeded()
     enc = encoder_output()
     decoder = build_decoder(name, scorer, posenc, layout).eval()
@@ -221,7 +223,7 @@ def check_decoder_steps(name: str, scorer: str, posenc: str, layout: str, tmp: P
                 expect(bool(torch.all(attn.masked_select(~enc.mask) == 0)), "padded source positions got attention")
 
 
-def check_decoder_reorder(name: str, scorer: str, posenc: str, layout: str, tmp: Path) -> None:
+def check_decoder_reorder(name: str, scorer: str | None, posenc: str, layout: str, tmp: Path) -> None:
     """Reordering (and repeating, as beam search does) cache rows equals stepping reordered inputs."""
     seeded()
     enc = encoder_output()
@@ -236,7 +238,7 @@ def check_decoder_reorder(name: str, scorer: str, posenc: str, layout: str, tmp:
     close(logits, expected[index], "a reordered cache does not step like the reordered batch")
 
 
-def check_decoder_prepares_keys_once(name: str, scorer: str, posenc: str, layout: str, tmp: Path) -> None:
+def check_decoder_prepares_keys_once(name: str, scorer: str | None, posenc: str, layout: str, tmp: Path) -> None:
     """Key-side work over the source (Attention.prepare_keys) is done at most once per sentence: once in a
     teacher-forced pass, not per target position, and once in init_cache, not per generated token
     (a latent key/value cache is decompressed, and so prepared, at every step by design)."""
@@ -290,13 +292,15 @@ def decoder_cases() -> list[Case]:
     other_posencs = [posenc for posenc in names("posenc") if posenc != plain_posenc]
     combinations = []
     for decoder in names("decoder"):
+        scorers = names("attention") if registry.get("decoder", decoder).cls.uses_scorer else [None]
         for layout in layouts("decoder", decoder):
-            combinations += [(decoder, scorer, plain_posenc, layout) for scorer in names("attention")]
-            combinations += [(decoder, scorer_for_posencs, posenc, layout) for posenc in other_posencs]
+            combinations += [(decoder, scorer, plain_posenc, layout) for scorer in scorers]
+            combinations += [(decoder, scorers[0] and scorer_for_posencs, posenc, layout) for posenc in other_posencs]
     cases = []
     for decoder, scorer, posenc, layout in combinations:
-        parts = (("decoder", decoder), ("attention", scorer), ("posenc", posenc))
-        detail = f"attention={scorer}, posenc={posenc}" + (f", {layout}" if layout != "default" else "")
+        parts = (("decoder", decoder), *((("attention", scorer),) if scorer else ()), ("posenc", posenc))
+        said = (scorer and f"attention={scorer}", f"posenc={posenc}", layout != "default" and layout)
+        detail = ", ".join(x for x in said if x)
         for check, function in DECODER_CHECKS.items():
             cases.append(Case(check, parts, partial(function, decoder, scorer, posenc, layout), detail))
     return cases

@@ -179,7 +179,9 @@ class Decoder(nn.Module):
     where ``scorer`` (the run's cross-attention scorer: attention over the encoder memory)
     and ``posenc`` are configs the decoder builds (per layer/head as it likes) with
     :func:`zoo.registry.build`. A decoder with self-attention sets ``uses_self_scorer = True``
-    and is also given ``self_scorer=cfg`` (the run's self-attention scorer).
+    and is also given ``self_scorer=cfg`` (the run's self-attention scorer); one that scores no attention with
+    the run's scorer (a state-space or linear-attention decoder) sets ``uses_scorer = False``, and its checks run
+    once instead of once per scorer.
 
     Training: ``forward(y_in (B, T), enc) -> DecoderOutput`` (teacher forcing).
     Generation: ``init_cache(enc)`` then ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, attn)``
@@ -187,6 +189,7 @@ class Decoder(nn.Module):
     teacher-forced logits at position ``t``.
     """
 
+    uses_scorer: bool = True
     uses_self_scorer: bool = False
     #: Config groups of presets ({group: {choice: {field: value}}}) that set some of this decoder's fields in one
     #: word, chosen as ``group=choice`` (the Transformer's ``kv_layout=gqa``); they ship with the plugin, so a

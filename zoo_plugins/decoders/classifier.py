@@ -75,6 +75,8 @@ class ClassifierDecoder(Decoder):
     different scales (a mean and a max, a reservoir's readout) mix.
     """
 
+    uses_scorer = False  # the run's cross-attention scorer is not used
+
     @dataclass
     class Config:
         pooling: list[str] = field(default_factory=lambda: ["mean"])  # one or more of mean, max, last, state

@@ -75,6 +75,8 @@ class LinearTransformerDecoder(Decoder):
     formed. ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, None)``.
     """
 
+    uses_scorer = False  # the run's cross-attention scorer is not used
+
     @dataclass
     class Config(LinearLayout):
         d_model: int | None = None  # width of every block; null: the encoder's output width

@@ -39,6 +39,8 @@ class SSMDecoder(Decoder):
     one token. The cache never grows, and a step costs the same whatever the source and output lengths.
     """
 
+    uses_scorer = False  # the run's cross-attention scorer is not used
+
     def __init__(
         self,
         cfg: Any,
