@@ -2,16 +2,16 @@
 
 * scan: Mamba's selective SSM (zoo.nn.ssm; E = 256 channels of N = 16 states) over a sequence of ``--scan-length``
   tokens on the CPU, forward and forward + backward, in three forms: chunked (``chunked_selective_scan``, what the
-  CPU runs: a chunk of time at a time, recomputed in the backward pass), parallel (``linear_scan``: recursive
-  doubling over the whole (B, L, E, N) tensors, what a GPU without ``mamba-ssm`` runs) and the loop of one
-  recurrence step per token, h_t = a_t * h_{t-1} + b_t, as autograd records it. Then the whole Mamba layer
+  CPU runs: a chunk of time at a time, recomputed in the backward pass), parallel (``parallel_selective_scan``:
+  recursive doubling over the whole (B, L, E, N) tensors, what a GPU without ``mamba-ssm`` runs) and the loop of
+  one recurrence step per token, h_t = a_t * h_{t-1} + b_t, as autograd records it. Then the whole Mamba layer
   (``Mamba.forward``) against ``step_by_step``, the loop decoding runs. At batch 1 (one long sequence) and at
   batch 32 of 62 tokens (a training batch of the built-in synthetic task: encoder memory and target), where the
   loop's one-step slices are large enough to keep the CPU busy and small enough to stay in its cache.
 * training: target tokens per second of forward + backward through the ``mamba``, ``s4d`` and ``transformer``
   encoder plugins at their recipes' width (d_model 128, 2 layers; bidirectional state-space encoders; the
   Transformer's 4 heads, feed-forward 512, scaled dot-product attention) on one sequence of ``--length`` tokens,
-  with 1 and 2 threads.
+  with 1 and 2 threads. A bidirectional Mamba block runs its two directions in one scan (``Mamba.together``).
 
 Contestants take turns within each round and the median over rounds is printed, so load from other processes
 hits all of them alike. The script checks that what it compares computes the same result.
@@ -30,7 +30,7 @@ import time
 import torch
 
 from zoo import registry
-from zoo.nn.ssm import Mamba, chunked_selective_scan, linear_scan, step_by_step
+from zoo.nn.ssm import Mamba, chunked_selective_scan, parallel_selective_scan, step_by_step
 from zoo.registry import discovery
 
 D_MODEL, INNER, STATES = 128, 256, 16
@@ -59,15 +59,11 @@ def loop_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack(out, dim=1)
 
 
-def whole(scan):
-    """The selective SSM y_t = C_t h_t, h_t = exp(Δ_t A) h_{t-1} + u_t B_t, with ``scan`` over its whole
+def looped(u, delta, A, B, C):
+    """The selective SSM y_t = C_t h_t, h_t = exp(Δ_t A) h_{t-1} + u_t B_t, by :func:`loop_scan` over its whole
     (B, L, E, N) decays and inputs: u, delta (B, L, E), A (E, N), B, C (B, L, N) -> y (B, L, E)."""
-
-    def ssm(u, delta, A, B, C):
-        h = scan((delta[..., None] * A).exp(), u[..., None] * B[:, :, None])
-        return (h * C[:, :, None]).sum(-1)
-
-    return ssm
+    h = loop_scan((delta[..., None] * A).exp(), u[..., None] * B[:, :, None])
+    return (h * C[:, :, None]).sum(-1)
 
 
 def compare(contestants: dict, inputs: tuple, rounds: int) -> dict[str, dict[str, float]]:
@@ -93,8 +89,8 @@ def scan_rows(batch: int, length: int, rounds: int) -> list[str]:
     x = torch.randn(batch, length, D_MODEL, requires_grad=True)
     forms = {
         "chunked": lambda *t: chunked_selective_scan(*t)[0],
-        "parallel": whole(linear_scan),
-        "loop": whole(loop_scan),
+        "parallel": lambda *t: parallel_selective_scan(*t)[0],
+        "loop": looped,
     }
     with torch.no_grad():
         outputs = [form(*ssm_inputs) for form in forms.values()]

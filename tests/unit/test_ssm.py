@@ -22,6 +22,7 @@ from zoo.nn.ssm import (
     linear_scan,
     mamba_kernel,
     padding_first,
+    parallel_selective_scan,
     selective_scan,
     step_by_step,
 )
@@ -83,13 +84,9 @@ def test_the_chunked_scan_equals_the_parallel_scan_with_its_gradients(length):
     delta, A = torch.rand(2, length, 5, dtype=torch.float64), -torch.rand(5, 3, dtype=torch.float64) * 4
     leaves = [t.requires_grad_() for t in (u, delta, A, B, C)]
 
-    def whole(u, delta, A, B, C):
-        h = linear_scan((delta[..., None] * A).exp(), u[..., None] * B[:, :, None])
-        return (h * C[:, :, None]).sum(-1), h[:, -1]
-
     weights = torch.randn(2, length, 5, dtype=torch.float64), torch.randn(2, 5, 3, dtype=torch.float64)
     results = []
-    for scan in (whole, lambda *t: chunked_selective_scan(*t, chunk=16)):
+    for scan in (parallel_selective_scan, lambda *t: chunked_selective_scan(*t, chunk=16)):
         y, last = scan(*leaves)
         loss = (y * weights[0]).sum() + (last * weights[1]).sum()
         results.append([y, last, *torch.autograd.grad(loss, leaves)])
@@ -98,7 +95,8 @@ def test_the_chunked_scan_equals_the_parallel_scan_with_its_gradients(length):
 
 def test_a_grouped_scan_equals_each_group_scanned_alone_with_its_gradients():
     """Two groups of channels, each with its own B and C (how a bidirectional block runs its two directions in one
-    scan), against each group's scan on its own: outputs, last states and every input's gradient."""
+    scan), chunked and parallel, against each group's scan on its own: outputs, last states and every input's
+    gradient."""
     torch.manual_seed(0)
     u, delta = torch.randn(2, 23, 6, dtype=torch.float64), torch.rand(2, 23, 6, dtype=torch.float64)
     A, B, C = -torch.rand(6, 3, dtype=torch.float64) * 4, *(torch.randn(2, 23, 2, 3, dtype=torch.float64) for _ in "BC")
@@ -120,11 +118,11 @@ def test_a_grouped_scan_equals_each_group_scanned_alone_with_its_gradients():
         return (torch.cat(parts, dim=-2 if i else -1) for i, parts in enumerate(zip(*halves)))
 
     results = []
-    for scan in (alone, lambda *t: chunked_selective_scan(*t, chunk=8)):
+    for scan in (alone, lambda *t: chunked_selective_scan(*t, chunk=8), parallel_selective_scan):
         y, last = scan(*leaves)
         loss = (y * weights[0]).sum() + (last * weights[1]).sum()
         results.append([y, last, *torch.autograd.grad(loss, leaves)])
-    assert max(gap(a, b) for a, b in zip(*results)) <= TOL
+    assert max(gap(a, b) for result in results[1:] for a, b in zip(results[0], result)) <= TOL
 
 
 def test_two_mamba_layers_together_equal_each_alone_with_their_gradients():

@@ -237,19 +237,20 @@ def selective_scan(
         return y.transpose(1, 2), last
     dtype = torch.promote_types(x.dtype, torch.float32)
     x, delta, B, C, A = (t.to(dtype) for t in (x, delta, B, C, A))
-    if not x.is_cuda:
-        y, last = chunked_selective_scan(delta * x, delta, A, B, C)
-        return y + D.to(dtype) * x, last
-    dA = (delta[..., None] * A).exp()  # (B, L, E, N)
-    h = linear_scan(dA, grouped_outer(delta * x, B))
-    y = torch.einsum("blgen,blgn->blge", h.unflatten(2, (B.shape[2], -1)), C).flatten(2) + D.to(dtype) * x
-    return y, h[:, -1]
+    scan = parallel_selective_scan if x.is_cuda else chunked_selective_scan
+    y, last = scan(delta * x, delta, A, B, C)
+    return y + D.to(dtype) * x, last
 
 
-def grouped_outer(u: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """u_te B_tn for every channel e and state n, each group of channels with its own B: u (B, T, E), B (B, T, G,
-    N) -> (B, T, E, N)."""
-    return (u.unflatten(2, (B.shape[2], -1))[..., None] * B[:, :, :, None]).flatten(2, 3)
+def parallel_selective_scan(
+    u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`chunked_selective_scan`'s result by :func:`linear_scan` over the whole (B, L, E, N) recurrence: a
+    GPU's form without ``mamba_ssm``, whose rounds of whole-tensor products it runs at once."""
+    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
+    inputs = (u.unflatten(2, (B.shape[2], -1))[..., None] * B[:, :, :, None]).flatten(2, 3)  # u_t B_t: (B, L, E, N)
+    h = linear_scan((delta[..., None] * A).exp(), inputs)
+    return torch.einsum("blgen,blgn->blge", h.unflatten(2, (B.shape[2], -1)), C).flatten(2), h[:, -1]
 
 
 LOG2_E = 1 / math.log(2)
