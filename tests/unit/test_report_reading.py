@@ -79,6 +79,9 @@ def test_a_run_alone_on_its_board_is_named_by_its_recipe_else_its_components(tmp
     assert recipe_words(recipe_run) == "gru recipe"
     assert recipe_words(captioning_run) == "cnn frontend, identity encoder, transformer decoder, scaled_dot attention"
     assert [g.label for g in Leaderboard([captioning_run]).groups] == [recipe_words(captioning_run)]
+    captioner["components"]["decoder"] = {"name": "mamba"}  # it scores with no scorer: none is named
+    write(tmp_path / "ssm" / "r", captioner)
+    assert recipe_words(find_runs([tmp_path / "ssm"])[0]) == "cnn frontend, identity encoder, mamba decoder"
 
 
 def test_large_costs_are_written_in_one_si_unit_per_column():

@@ -62,15 +62,27 @@ def signature_words(signatures: dict[str, str], against: dict[str, str]) -> str:
 
 def recipe_words(run: Run) -> str:
     """A run alone on its board: its recipe, which names all it sets (``gru recipe``), else its components
-    (``gru encoder, rnn decoder, additive attention``); empty when it records neither."""
+    (``gru encoder, rnn decoder, additive attention``; no scorer where the decoder scores with none: ``mamba
+    decoder``); empty when it records neither."""
     recipe = run.choices.get("model")
     if recipe:
         return f"{recipe} recipe"
+    plain = _PLAIN | ({} if _decoder_scores(run.setting("decoder")) else {"attention": run.setting("attention")})
     return ", ".join(
         f"{name} {part}"
         for part in _PARTS
-        if (name := run.setting(part)) is not None and not isinstance(name, dict) and name != _PLAIN.get(part)
+        if (name := run.setting(part)) is not None and not isinstance(name, dict) and name != plain.get(part)
     )
+
+
+def _decoder_scores(name: Any) -> bool:
+    """Whether the decoder called ``name`` uses the run's attention scorer (``uses_scorer``); True when it is not
+    registered here, since most do."""
+    from zoo import registry
+    from zoo.registry.discovery import discover
+
+    discover()  # once a process: the built-in plugins and installed ones
+    return name not in registry.names("decoder") or registry.get("decoder", name).cls.uses_scorer
 
 
 def show(value: Any) -> str:
