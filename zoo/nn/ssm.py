@@ -19,8 +19,8 @@ With A diagonal every state dimension is a scalar recurrence of its own. The two
   The rounds pay where a GPU runs each one's products at once. A CPU is bound by memory instead: the (B, L, E, N)
   tensors of decays and states are N = 16 times the layer's input, and each round reads them again. There
   :func:`chunked_selective_scan` makes them a chunk of time at a time, in cache, and recomputes them for the
-  backward pass, as ``mamba-ssm``'s kernel does on a GPU: 2.4× faster than the doubling at L = 1,024 in training,
-  and the layer 10× faster than stepping it token by token (benchmarks/scan_speed.py).
+  backward pass, as ``mamba-ssm``'s kernel does on a GPU: 3.3× faster than the doubling at L = 1,024 in training,
+  and the layer 12× faster than stepping it token by token (benchmarks/scan_speed.py).
 
 Padding. A layer's input is zeroed at padded steps, and Mamba's step Δ is 0 there (Ā = 1, B̄u = 0: the state
 passes through unchanged). A zero input leaves a zero state zero, and every layer is causal, so padded steps
@@ -268,7 +268,7 @@ def chunked_selective_scan(
     tensors of decays, inputs and states are made one chunk at a time, used while they are in cache, and thrown
     away; only the state at each chunk's start is kept, and the backward pass makes each chunk again from it. So
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
-    times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 2.4× faster than
+    times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 3.3× faster than
     :func:`linear_scan` at L = 1,024, forward and backward on one thread). Within a chunk the recurrence is a loop
     over its steps, each one whole-tensor multiply-add. The chunk's tensors are laid out (B, T, G, N, E / G),
     channels last, so every product and every sum over the N states runs along contiguous channels and the sums
@@ -436,7 +436,7 @@ class Mamba(nn.Module):
     def together(self, other: Mamba, x: torch.Tensor, other_x: torch.Tensor, mask: torch.Tensor | None):
         """``(self(x, mask), other(other_x, mask))`` from one scan: the two layers' channels side by side, each
         half with its own B and C (two groups, as Mamba-2's), so the scan's sequential steps are taken once for
-        both. A bidirectional block's two directions run so: 1.x faster on the CPU (benchmarks/scan_speed.py)."""
+        both (half the per-step overhead of two scans on the CPU). A bidirectional block's two directions run so."""
         mine, theirs = self._scan_inputs(x, mask), other._scan_inputs(other_x, mask)
         u, delta = (torch.cat(pair, dim=-1) for pair in zip(mine[:2], theirs[:2]))
         B, C = (torch.stack(pair, dim=2) for pair in zip(mine[2:4], theirs[2:4]))
