@@ -273,7 +273,7 @@ def chunked_selective_scan(
     over its steps, each one whole-tensor multiply-add. The chunk's tensors are laid out (B, T, G, N, E / G),
     channels last, so every product and every sum over the N states runs along contiguous channels and the sums
     over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
-    64 at batch 1 and Mamba's widths, 1 at batch 32.
+    64 at batch 1 for one Mamba layer's 256 × 16 states, 2 at batch 32.
     """
     B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
     if chunk is None:
