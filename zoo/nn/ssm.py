@@ -221,10 +221,10 @@ def selective_scan(
 
     x, delta (B, L, E), A (E, N), B, C (B, L, N) or, for G groups of E / G channels each reading its own, (B, L, G,
     N), D (E,) -> (y (B, L, E), the last state h (B, E, N)). On CUDA through ``mamba_ssm``'s kernel when it is
-    installed, else by :func:`linear_scan` over the whole (B, L, E, N) recurrence; on the CPU by
+    installed, else by :func:`parallel_selective_scan` over the whole (B, L, E, N) recurrence; on the CPU by
     :func:`chunked_selective_scan`, which never holds that tensor whole.
     """
-    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
+    B, C = in_groups(B), in_groups(C)
     kernel = mamba_kernel() if x.is_cuda else None
     if kernel is not None:
         y, last = kernel(
@@ -242,12 +242,17 @@ def selective_scan(
     return y + D.to(dtype) * x, last
 
 
+def in_groups(maps: torch.Tensor) -> torch.Tensor:
+    """A selective SSM's B or C as (B, L, G, N): one group of channels where it is given as (B, L, N)."""
+    return maps if maps.dim() == 4 else maps[:, :, None]
+
+
 def parallel_selective_scan(
     u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`chunked_selective_scan`'s result by :func:`linear_scan` over the whole (B, L, E, N) recurrence: a
     GPU's form without ``mamba_ssm``, whose rounds of whole-tensor products it runs at once."""
-    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
+    B, C = in_groups(B), in_groups(C)
     inputs = (u.unflatten(2, (B.shape[2], -1))[..., None] * B[:, :, :, None]).flatten(2, 3)  # u_t B_t: (B, L, E, N)
     h = linear_scan((delta[..., None] * A).exp(), inputs)
     return torch.einsum("blgen,blgn->blge", h.unflatten(2, (B.shape[2], -1)), C).flatten(2), h[:, -1]
@@ -275,7 +280,7 @@ def chunked_selective_scan(
     over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
     64 at batch 1 for one Mamba layer's 256 × 16 states, 2 at batch 32.
     """
-    B, C = (t if t.dim() == 4 else t[:, :, None] for t in (B, C))  # (B, L, G, N)
+    B, C = in_groups(B), in_groups(C)
     if chunk is None:
         chunk = max(1, CHUNK_ELEMENTS // u.shape[0] // A.numel())
     return _ChunkedSelectiveScan.apply(u, delta, A, B, C, chunk)
