@@ -292,10 +292,11 @@ def decoder_cases() -> list[Case]:
     other_posencs = [posenc for posenc in names("posenc") if posenc != plain_posenc]
     combinations = []
     for decoder in names("decoder"):
-        scorers = names("attention") if registry.get("decoder", decoder).cls.uses_scorer else [None]
+        scores = registry.get("decoder", decoder).cls.uses_scorer
+        scorers, posenc_scorer = (names("attention"), scorer_for_posencs) if scores else ([None], None)
         for layout in layouts("decoder", decoder):
             combinations += [(decoder, scorer, plain_posenc, layout) for scorer in scorers]
-            combinations += [(decoder, scorers[0] and scorer_for_posencs, posenc, layout) for posenc in other_posencs]
+            combinations += [(decoder, posenc_scorer, posenc, layout) for posenc in other_posencs]
     cases = []
     for decoder, scorer, posenc, layout in combinations:
         parts = (("decoder", decoder), *((("attention", scorer),) if scorer else ()), ("posenc", posenc))

@@ -224,13 +224,12 @@ def selective_scan(
     installed, else by :func:`parallel_selective_scan` over the whole (B, L, E, N) recurrence; on the CPU by
     :func:`chunked_selective_scan`, which never holds that tensor whole.
     """
-    B, C = in_groups(B), in_groups(C)
     kernel = mamba_kernel() if x.is_cuda else None
     if kernel is not None:
         y, last = kernel(
             *(t.transpose(1, 2).contiguous() for t in (x, delta)),
             A.float(),
-            *(t.permute(0, 2, 3, 1).contiguous() for t in (B, C)),  # (B, G, N, L)
+            *(in_groups(t).permute(0, 2, 3, 1).contiguous() for t in (B, C)),  # (B, G, N, L)
             D.float(),
             return_last_state=True,
         )
@@ -302,6 +301,12 @@ def grouped(t: torch.Tensor, groups: int) -> torch.Tensor:
 
 class _ChunkedSelectiveScan(torch.autograd.Function):
     @staticmethod
+    def by_group(A: torch.Tensor, groups: int) -> torch.Tensor:
+        """A (E, N) -> (G, N, E / G), laid out as a chunk is (contiguous: a strided A would lay the decays out
+        N-innermost, and the step loop would run at half speed)."""
+        return A.view(groups, -1, A.shape[1]).transpose(1, 2).contiguous()
+
+    @staticmethod
     def chunk_states(u, delta, A2, B, start, span: slice) -> tuple[torch.Tensor, torch.Tensor]:
         """One chunk's decays exp(Δ_t A) and states h_t, each (B, T, G, N, E / G), from the state before it. The
         decay is 2^(Δ_t A log2 e) (``A2`` = A log2 e, (G, N, E / G)): torch's exp2 is about 3× faster than its exp
@@ -314,9 +319,9 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
     def forward(ctx, u, delta, A, B, C, chunk: int):
         batch, length, inner = u.shape
         groups, states_n = B.shape[2], A.shape[1]
-        A_g = A.view(groups, -1, states_n).transpose(1, 2).contiguous()  # (G, N, E / G): laid out as the chunk is
+        A2 = _ChunkedSelectiveScan.by_group(A, groups) * LOG2_E
         starts = u.new_zeros(batch, -(-length // chunk), groups, states_n, inner // groups)  # before each chunk
-        y, A2 = torch.empty_like(u), A_g * LOG2_E
+        y = torch.empty_like(u)
         for index, begin in enumerate(range(0, length, chunk)):
             span = slice(begin, begin + chunk)
             _, states = _ChunkedSelectiveScan.chunk_states(u, delta, A2, B, starts[:, index], span)
@@ -334,7 +339,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         dB_t = g_t u_t, dC_t = h_t dy_t, and through the decay d(Δ_t A) = g_t exp(Δ_t A) h_{t-1}."""
         u, delta, A, B, C, starts = ctx.saved_tensors
         groups, states_n = B.shape[2], A.shape[1]
-        A_g = A.view(groups, -1, states_n).transpose(1, 2).contiguous()
+        A_g = _ChunkedSelectiveScan.by_group(A, groups)
         A2 = A_g * LOG2_E
         du, ddelta, dB, dC = (torch.empty_like(t) for t in (u, delta, B, C))
         dA_g = torch.zeros_like(A_g)
@@ -433,7 +438,7 @@ class Mamba(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_state: bool = False):
         u, delta, B, C, z, before = self._scan_inputs(x, mask)
         y, last = selective_scan(u, delta, -self.A_log.exp(), B, C, self.D)
-        out = self.out_proj(y.to(z.dtype) * F.silu(z))
+        out = self._output(y, z)
         if not return_state:
             return out
         return out, (before[..., before.shape[-1] - (self.d_conv - 1) :], last)
@@ -448,8 +453,11 @@ class Mamba(nn.Module):
         A = -torch.cat([self.A_log, other.A_log]).exp()
         y, _ = selective_scan(u, delta, A, B, C, torch.cat([self.D, other.D]))
         y, other_y = y.chunk(2, dim=-1)
-        z, other_z = mine[4], theirs[4]
-        return self.out_proj(y.to(z.dtype) * F.silu(z)), other.out_proj(other_y.to(other_z.dtype) * F.silu(other_z))
+        return self._output(y, mine[4]), other._output(other_y, theirs[4])
+
+    def _output(self, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """The SSM's output y gated by SiLU(z) and projected back: (B, L, E) each -> (B, L, d_model)."""
+        return self.out_proj(y.to(z.dtype) * F.silu(z))
 
     def initial_state(self, batch: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Zeros: the convolution window (B, E, d_conv - 1) and the SSM state (B, E, N), in float32 or wider."""
@@ -578,7 +586,7 @@ class Block(nn.Module):
 class SSMStack(nn.Module):
     """``cfg.layers`` :class:`Block` s and a final norm: (B, L, d_model) -> (B, L, d_model).
 
-    ``forward(x, mask (B, L), return_state)``: the parallel form; with ``return_state`` (one direction only)
+    ``forward(x, mask (B, L), return_state)``: the parallel form; with ``return_state`` (a unidirectional stack's)
     also every block's state after the last step, a list a decoder keeps as its cache. ``step(x_t (B, d_model),
     states) -> (y_t, states)`` advances them by one step.
     """
