@@ -256,6 +256,24 @@ def test_recipes_label_their_rows_and_settings_differing_within_one_recipe_follo
     assert labels == {"model=gru optim.lr=0.001", "model=gru optim.lr=0.002", "model=tf optim.lr=0.001"}
 
 
+def test_a_row_is_not_named_by_a_field_its_component_lacks_or_a_scorer_its_decoder_ignores(tmp_path):
+    """decoder.gate tells two linear-attention rows apart, attention the Transformer's from the GRU's: neither is
+    said of a mamba decoder, which has no gate and scores nothing."""
+    rows = [("rnn", {}, "additive"), ("transformer", {}, "scaled_dot"), ("mamba", {}, "additive")]
+    rows += [("linear_transformer", {"gate": gate}, "additive") for gate in ("none", "gla")]
+    for k, (decoder, fields, attention) in enumerate(rows):
+        config = {"decoder": {"name": decoder, **fields}, "attention": {"name": attention}, "seed": 1}
+        write(tmp_path / str(k), {**summary("identity", {"bleu": 10.0 + k}), "config_key": str(k)}, config)
+    labels = {g.label for g in Leaderboard(find_runs([tmp_path])).groups}
+    assert labels == {
+        "decoder=rnn attention=additive",
+        "decoder=transformer attention=scaled_dot",
+        "decoder=mamba",
+        "decoder=linear_transformer decoder.gate=none",
+        "decoder=linear_transformer decoder.gate=gla",
+    }
+
+
 def test_the_dashboard_says_on_its_page_what_it_cannot_read(tmp_path):
     """A watched folder removed while the dashboard serves it: the page says so in one line and keeps reloading."""
     import shutil

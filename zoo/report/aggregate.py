@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zoo.report.runs import Run
-from zoo.report.words import recipe_words, show
+from zoo.report.words import decoder_scores, recipe_words, show
 from zoo.run.identity import NOT_IN_CONFIG_KEY
 
 #: Cost columns: summary key path -> column name.
@@ -216,7 +216,8 @@ def _deciding(groups: list[str], presets: list[dict[str, Any]]) -> list[str]:
 def _names(members: list[list[Run]], by: list[str]) -> list[dict[str, str]]:
     """Each group's naming settings: its ``by`` values; by default the preset choices in which the groups differ
     (``model=gru``: a recipe names all it sets), then every compared setting that differs between groups of the
-    same presets."""
+    same presets. A group is not named by a field its component lacks (``decoder.gate`` of an rnn decoder) or by a
+    scorer its decoder ignores (:func:`_tells`)."""
     if by:
         return [{key: show(runs[0].setting(key)) for key in by} for runs in members]
     settings = [runs[0].settings for runs in members]
@@ -241,9 +242,18 @@ def _names(members: list[list[Run]], by: list[str]) -> list[dict[str, str]]:
         if _compared(key) and any(_differs(key, cell) for cell in alike.values())
     ]
     return [
-        {**{group: show(p.get(group)) for group in chosen}, **{key: show(s.get(key)) for key in keys}}
-        for p, s in zip(presets, settings)
+        {
+            **{group: show(p.get(group)) for group in chosen if _tells(group, runs[0])},
+            **{key: show(s.get(key)) for key in keys if key in s and _tells(key, runs[0])},
+        }
+        for p, s, runs in zip(presets, settings, members)
     ]
+
+
+def _tells(key: str, run: Run) -> bool:
+    """Whether a setting or config group's choice says anything of the run: not the scorer of a decoder that scores
+    with none (``decoder=mamba attention=additive`` names a setting the model never reads)."""
+    return key.partition(".")[0] != "attention" or decoder_scores(run.setting("decoder"))
 
 
 def _labels(members: list[list[Run]], names: list[dict[str, str]]) -> list[tuple[str, str]]:

@@ -67,7 +67,7 @@ def recipe_words(run: Run) -> str:
     recipe = run.choices.get("model")
     if recipe:
         return f"{recipe} recipe"
-    plain = _PLAIN | ({} if _decoder_scores(run.setting("decoder")) else {"attention": run.setting("attention")})
+    plain = _PLAIN | ({} if decoder_scores(run.setting("decoder")) else {"attention": run.setting("attention")})
     return ", ".join(
         f"{name} {part}"
         for part in _PARTS
@@ -75,7 +75,7 @@ def recipe_words(run: Run) -> str:
     )
 
 
-def _decoder_scores(name: Any) -> bool:
+def decoder_scores(name: Any) -> bool:
     """Whether the decoder called ``name`` uses the run's attention scorer (``uses_scorer``); True when it is not
     registered here, since most do."""
     from zoo import registry
