@@ -12,6 +12,8 @@
   encoder plugins at their recipes' width (d_model 128, 2 layers; bidirectional state-space encoders; the
   Transformer's 4 heads, feed-forward 512, scaled dot-product attention) on one sequence of ``--length`` tokens,
   with 1 and 2 threads. A bidirectional Mamba block runs its two directions in one scan (``Mamba.together``).
+  Mamba twice: with the chunked scan's step loops in C (zoo.nn.recurrence, where this machine compiles it) and in
+  PyTorch (``ZOO_CPU_KERNELS=off``).
 
 Contestants take turns within each round and the median over rounds is printed, so load from other processes
 hits all of them alike. The script checks that what it compares computes the same result.
@@ -30,10 +32,12 @@ import time
 import torch
 
 from zoo import registry
+from zoo.nn import recurrence
 from zoo.nn.ssm import Mamba, chunked_selective_scan, parallel_selective_scan, step_by_step
 from zoo.registry import discovery
 
 D_MODEL, INNER, STATES = 128, 256, 16
+PYTORCH_LOOPS = "mamba, PyTorch loops"
 
 
 def medians(contestants: dict, rounds: int) -> dict[str, float]:
@@ -123,19 +127,28 @@ def training_rows(length: int, rounds: int) -> list[str]:
         encoders[name] = registry.build("encoder", cfg, input_dim=D_MODEL, **extra).train()
     x, mask = torch.randn(1, length, D_MODEL), torch.ones(1, length, dtype=torch.bool)
 
-    def step(encoder):
+    compiled = recurrence.compiled
+
+    def step(encoder, loops=compiled):
+        """One training step; the scan's step loops those of ``loops`` (recurrence.compiled: C where it compiles)."""
+
         def run() -> None:
-            out = encoder(x, mask)
-            (out.memory.square().mean() + out.state.square().mean()).backward()
+            recurrence.compiled = loops
+            try:
+                out = encoder(x, mask)
+                (out.memory.square().mean() + out.state.square().mean()).backward()
+            finally:
+                recurrence.compiled = compiled
 
         return run
 
+    contestants = {name: step(encoder) for name, encoder in encoders.items()}
+    contestants[PYTORCH_LOOPS] = step(encoders["mamba"], lambda: None)
     rows = []
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        seconds = medians({name: step(encoder) for name, encoder in encoders.items()}, rounds)
-        rate = {name: length / s for name, s in seconds.items()}
-        cells = " | ".join(f"{rate[name]:,.0f}" for name in encoders)
+        rate = {name: length / s for name, s in medians(contestants, rounds).items()}
+        cells = " | ".join(f"{rate[name]:,.0f}" for name in contestants)
         rows.append(f"| {threads} | {cells} | {rate['mamba'] / rate['transformer']:.2f}x |")
     return rows, {name: sum(p.numel() for p in e.parameters()) for name, e in encoders.items()}
 
@@ -160,8 +173,10 @@ def main() -> None:
     rows, params = training_rows(args.length, args.rounds)
     print(f"\ntraining: encoder forward + backward over one sequence of {args.length:,} tokens, tokens/s")
     print("(parameters: " + ", ".join(f"{name} {n:,}" for name, n in params.items()) + ")")
-    print("| threads | " + " | ".join(ENCODERS) + " | mamba / transformer |")
-    print("|---" * (len(ENCODERS) + 2) + "|")
+    loops = "C" if recurrence.compiled() else "PyTorch: no C compiler here"
+    print(f"(mamba: the scan's step loops in {loops}; {PYTORCH_LOOPS}: ZOO_CPU_KERNELS=off)")
+    print("| threads | " + " | ".join([*ENCODERS, PYTORCH_LOOPS]) + " | mamba / transformer |")
+    print("|---" * (len(ENCODERS) + 3) + "|")
     print("\n".join(rows))
 
 

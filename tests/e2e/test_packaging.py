@@ -127,7 +127,7 @@ def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
     for module in sorted((ROOT / "zoo_plugins").rglob("*.py")):
         shipped = "zoo_plugins/" + module.relative_to(ROOT / "zoo_plugins").as_posix()
         assert shipped in names, f"{module.relative_to(ROOT)} is missing from the wheel (as {shipped})"
-    for module in sorted((ROOT / "zoo").rglob("*.py")):
+    for module in sorted([*(ROOT / "zoo").rglob("*.py"), *(ROOT / "zoo").rglob("*.c")]):  # C: compiled where it runs
         shipped = module.relative_to(ROOT).as_posix()
         assert shipped in names, f"{shipped} is missing from the wheel"
     for config in sorted((ROOT / "zoo" / "conf").rglob("*.yaml")):

@@ -45,6 +45,7 @@ from torch import nn
 
 from zoo.config.checks import TRAINED_BYTES, at_least, in_unit_interval, no_wider_than, one_of, positive, within_memory
 from zoo.nn.norms import Norm, make_norm
+from zoo.nn.recurrence import backward_in_place, forward_in_place
 from zoo.reservoir import reverse_padded
 
 
@@ -274,7 +275,8 @@ def chunked_selective_scan(
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
     times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 3.3× faster than
     :func:`linear_scan` at L = 1,024, forward and backward on one thread). Within a chunk the recurrence is a loop
-    over its steps, each one whole-tensor multiply-add. The chunk's tensors are laid out (B, T, G, N, E / G),
+    over its steps, each one multiply-add over the chunk's lanes (zoo.nn.recurrence: in C where the machine can
+    compile it, else one PyTorch call a step). The chunk's tensors are laid out (B, T, G, N, E / G),
     channels last, so every product and every sum over the N states runs along contiguous channels and the sums
     over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
     64 at batch 1 for one Mamba layer's 256 × 16 states, 2 at batch 32.
@@ -283,14 +285,6 @@ def chunked_selective_scan(
     if chunk is None:
         chunk = max(1, CHUNK_ELEMENTS // u.shape[0] // A.numel())
     return _ChunkedSelectiveScan.apply(u, delta, A, B, C, chunk)
-
-
-def _scan_in_place(a: torch.Tensor, b: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
-    """b_t <- a_t * b_{t-1} + b_t along dim 1, b_{-1} = start: the chunk's states, written over its inputs."""
-    previous = start
-    for a_t, b_t in zip(a.unbind(1), b.unbind(1)):
-        previous = b_t.addcmul_(a_t, previous)
-    return b
 
 
 def grouped(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -313,7 +307,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         on the CPU (AVX-512), and as accurate here."""
         groups = B.shape[2]
         decay = torch.exp2(grouped(delta[:, span], groups) * A2)
-        return decay, _scan_in_place(decay, grouped(u[:, span], groups) * B[:, span, :, :, None], start)
+        return decay, forward_in_place(decay, grouped(u[:, span], groups) * B[:, span, :, :, None], start)
 
     @staticmethod
     def forward(ctx, u, delta, A, B, C, chunk: int):
@@ -351,9 +345,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
             dy_t = dy[:, span].unflatten(2, (groups, -1))  # (B, T, G, E / G)
             g = dy_t[:, :, :, None] * C[:, span, :, :, None]
             g[:, -1] += after
-            later = g[:, -1]
-            for decay_t, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
-                later = g_t.addcmul_(decay_t, later)
+            backward_in_place(decay, g)
             after = decay[:, 0] * g[:, 0]
             dC[:, span] = torch.einsum("btgne,btge->btgn", states, dy_t)
             du[:, span] = torch.einsum("btgne,btgn->btge", g, B[:, span]).flatten(2)
