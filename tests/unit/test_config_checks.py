@@ -291,3 +291,13 @@ def test_zoo_train_refuses_fp16_on_the_cpu_in_one_line(tmp_path):
     )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("zoo: error: trainer.precision=16-mixed (fp16) needs a GPU")
+
+
+def test_an_experiment_a_recipe_builds_on_through_another_recipe_is_not_named_twice():
+    """multi30k_gla builds on multi30k_linear_transformer, which builds on experiment=multi30k."""
+    from zoo.config.presets import check_presets_not_repeated
+
+    for model in ("multi30k_linear_transformer", "multi30k_gla"):
+        with pytest.raises(ConfigError, match=f"model={model} builds on experiment=multi30k already"):
+            check_presets_not_repeated([f"model={model}", "experiment=multi30k"])
+    check_presets_not_repeated(["model=gla", "experiment=multi30k"])  # a recipe of the built-in data: allowed

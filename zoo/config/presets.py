@@ -17,20 +17,28 @@ from zoo.config.overrides import key_and_value
 
 #: The experiment presets' folder in a defaults list (``/experiment/NAME`` or ``experiment/NAME``).
 EXPERIMENT_DEFAULT = "experiment/"
+#: A model recipe named by its absolute path in another recipe's defaults list.
+RECIPE_DEFAULT = "/model/"
 
 
 def included_experiments(model: str) -> set[str]:
-    """The experiment presets that zoo's model recipe ``model`` includes in its defaults list (none for a name that
-    is no recipe of zoo's: Hydra reports that one)."""
+    """The experiment presets that zoo's model recipe ``model`` includes in its defaults list, itself or through the
+    recipes it builds on (``multi30k_gla`` on ``multi30k_linear_transformer``); none for a name that is no recipe of
+    zoo's: Hydra reports that one."""
     recipe = files("zoo.conf").joinpath("model", f"{model}.yaml")
     if not recipe.is_file():
         return set()
     defaults = (yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}).get("defaults") or []
-    return {
-        entry.strip().lstrip("/").removeprefix(EXPERIMENT_DEFAULT)
-        for entry in defaults
-        if isinstance(entry, str) and entry.strip().lstrip("/").startswith(EXPERIMENT_DEFAULT)
-    }
+    found = set()
+    for entry in defaults:
+        if not isinstance(entry, str) or entry.strip() == "_self_":
+            continue
+        name = entry.strip()
+        if name.lstrip("/").startswith(EXPERIMENT_DEFAULT):
+            found.add(name.lstrip("/").removeprefix(EXPERIMENT_DEFAULT))
+        elif name.startswith(RECIPE_DEFAULT) or not name.startswith("/"):  # another recipe (a plain name: model/'s)
+            found |= included_experiments(name.removeprefix(RECIPE_DEFAULT))
+    return found
 
 
 def check_presets_not_repeated(overrides: list[str]) -> None:
