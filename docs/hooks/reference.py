@@ -50,6 +50,8 @@ RANGES = {
 GROUPS = {
     "model": "Whole-model recipes, one per family: `model=NAME` sets the family's components and settings; "
     "anything given after it still wins.",
+    "model/parts": "What several recipes share, which each names in its defaults list (`- parts/NAME`), as the "
+    "Multi30k recipes that compare encoders under one decoder do; no recipe itself.",
     "experiment": "Whole comparisons and presets as overlays: `experiment=NAME` (a sweep's: `zoo train -m ...`).",
     "search": "What `hydra/sweeper=optuna` tunes for a family, and over what ranges; the `model=` recipe chooses it.",
     "trainer": "Where and how training runs: `trainer=NAME`.",
