@@ -121,6 +121,8 @@ CASES = [
     Case("config", [*TRAIN, "data.joint_vocab=true"], "task.joint_vocab"),
     Case("config", [*TRAIN, "experiment=multi30k_gru"], "model=multi30k_gru"),
     Case("config", [*TRAIN, "model=multi30k_transformer", "experiment=multi30k"], "drop it"),
+    Case("config", [*TRAIN, "model=multi30k_gla", "experiment=multi30k"], "drop it"),
+    Case("config", TRAIN, "ZOO_CPU_KERNELS=maybe: write ZOO_CPU_KERNELS=on", env={"ZOO_CPU_KERNELS": "maybe"}),
     Case("config", ["train", "-m", *TRAIN_TINY, "model=gru,gur"], "gur"),
     Case("config", [*TRAIN, "metrics=[bleu,nosuch]"], "nosuch"),
     Case("config", [*TRAIN, "monitor=nosuch"], "nosuch"),

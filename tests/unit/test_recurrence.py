@@ -93,7 +93,7 @@ def test_a_damaged_library_in_the_cache_is_compiled_again(tmp_path, monkeypatch)
 
 
 def test_the_c_loops_can_be_switched_off(monkeypatch):
-    monkeypatch.setenv("ZOO_CPU_KERNELS", "off")
+    monkeypatch.setenv("ZOO_CPU_KERNELS", "Off")
     recurrence.compiled.cache_clear()
     try:
         assert recurrence.compiled() is None

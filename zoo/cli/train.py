@@ -27,6 +27,7 @@ from zoo.config.presets import check_presets_not_repeated
 from zoo.config.renamed import check_renamed
 from zoo.disk import full_disk
 from zoo.errors import ZooError, report
+from zoo.nn.recurrence import kernels_switched_on
 from zoo.registry.discovery import discover
 from zoo.run.ranks import follow_job, started_rank
 
@@ -71,6 +72,7 @@ def checked(overrides: list[str]) -> list[str]:
     from zoo.run.resume import resume_overrides
 
     check_modes(overrides)
+    kernels_switched_on()  # $ZOO_CPU_KERNELS is on or off: a typo is one line now, not in the first training step
     check_renamed(overrides)
     check_presets_not_repeated(overrides)
     overrides = resume_overrides(overrides)

@@ -25,11 +25,14 @@ from pathlib import Path
 
 import torch
 
+from zoo.config.checks import ConfigError
+
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("recurrence.c")
 FLAGS = ["-O3", "-shared", "-fPIC"]  # no -march=native: a cache folder on a cluster's shared disk serves every node
 TYPES = {torch.float32: "f32", torch.float64: "f64"}
+SWITCH = "ZOO_CPU_KERNELS"
 
 
 def forward_in_place(a: torch.Tensor, b: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
@@ -78,7 +81,7 @@ def _library_for(*tensors: torch.Tensor) -> ctypes.CDLL | None:
 def compiled() -> ctypes.CDLL | None:
     """recurrence.c compiled for this machine (once: the library is kept under the cache folder, named by a hash of
     the source, the compiler and its flags), or None where it is switched off or cannot be compiled."""
-    if os.environ.get("ZOO_CPU_KERNELS", "on").lower() in ("off", "0", "false", "no"):
+    if not kernels_switched_on():
         return None
     compiler = c_compiler()
     if compiler is None:
@@ -96,6 +99,18 @@ def compiled() -> ctypes.CDLL | None:
         detail = getattr(error, "stderr", None) or error
         log.warning("the C step loop of the selective scan did not compile (%s); using PyTorch's", detail)
         return None
+
+
+def kernels_switched_on() -> bool:
+    """Whether ``$ZOO_CPU_KERNELS`` lets the C loops run: ``on`` (the default) or ``off``; any other value is a
+    :class:`ConfigError`, which ``zoo train`` raises before anything runs."""
+    value = os.environ.get(SWITCH, "on")
+    if value.strip().lower() not in ("on", "off"):
+        raise ConfigError(
+            f"{SWITCH}={value}: write {SWITCH}=on (the default: Mamba's scan takes its step loops in C where this "
+            f"machine compiles them) or {SWITCH}=off (in PyTorch)"
+        )
+    return value.strip().lower() == "on"
 
 
 def c_compiler() -> str | None:
