@@ -127,7 +127,7 @@ def library_path(compiler: str) -> Path:
 
 def _load(library: Path) -> ctypes.CDLL:
     loops = ctypes.CDLL(str(library))
-    pointers, sizes = [ctypes.c_void_p] * 3, [ctypes.c_long] * 3
+    pointers, sizes = [ctypes.c_void_p] * 3, [ctypes.c_ssize_t] * 3  # ptrdiff_t
     for suffix in TYPES.values():
         getattr(loops, f"forward_{suffix}").argtypes = pointers + sizes
         getattr(loops, f"backward_{suffix}").argtypes = pointers[:2] + sizes
@@ -144,5 +144,6 @@ def _compile(compiler: str, library: Path) -> None:
         command = [compiler, *FLAGS, "-o", partial, str(SOURCE)]
         subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
         os.replace(partial, library)
+        log.info("compiled the selective scan's step loops into %s", library)
     finally:
         Path(partial).unlink(missing_ok=True)
