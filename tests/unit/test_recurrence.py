@@ -1,5 +1,5 @@
-"""The step loops of the chunked selective scan (zoo/nn/recurrence.py): the C loops compute what the PyTorch loops
-compute, and a machine that cannot compile them runs the PyTorch loops after one warning."""
+"""A chunk of the selective scan in C (zoo/nn/recurrence.py): it computes what the PyTorch form computes, and a
+machine that cannot compile it runs the PyTorch form after one warning."""
 
 from __future__ import annotations
 
@@ -11,55 +11,63 @@ import torch
 from zoo.nn import recurrence
 
 
-@pytest.fixture
-def pytorch_loops(monkeypatch):
-    """The PyTorch loops, whatever the machine can compile."""
-    monkeypatch.setattr(recurrence, "compiled", lambda: None)
+def chunk(dtype: torch.dtype, steps: int) -> dict[str, torch.Tensor]:
+    """A chunk of 3 sequences in 2 groups of 13 channels with 5 states each, its inputs and upstream gradients."""
+    torch.manual_seed(0)
+    shape = (3, steps, 2, 5, 13)
+    return {
+        "decay": torch.rand(shape, dtype=dtype),
+        "u": torch.randn(3, steps, 2, 13, dtype=dtype),
+        "maps": torch.randn(3, steps, 2, 5, dtype=dtype),
+        "start": torch.randn(3, 4, 5, 13, dtype=dtype)[:, 1:3],  # a slice of a larger tensor, as a chunk's start is
+        "g": torch.randn(shape, dtype=dtype),
+        "delta": torch.rand(3, steps, 2, 13, dtype=dtype),
+        "A": -torch.rand(2, 5, 13, dtype=dtype),
+    }
 
 
-def both_loops(a, b, start, monkeypatch):
-    """(forward, backward) of :mod:`recurrence` in C, then in PyTorch."""
-    results = []
-    for loops in (recurrence.compiled, lambda: None):
-        monkeypatch.setattr(recurrence, "compiled", loops)
-        results.append((recurrence.forward_in_place(a, b.clone(), start), recurrence.backward_in_place(a, b.clone())))
-    return results
+def run(t: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """(states, adjoints, gradient of Δ, gradient of A) of :mod:`recurrence` on a chunk."""
+    h = recurrence.states(t["decay"], t["u"], t["maps"], t["start"])
+    g, dA = t["g"].clone(), torch.zeros_like(t["A"])
+    ddelta = recurrence.adjoints(t["decay"], h, t["start"], g, t["delta"], t["A"], dA)
+    return h, g, ddelta, dA
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("steps", [1, 7])
-def test_the_c_loops_equal_the_pytorch_loops(dtype, steps, monkeypatch):
+def test_the_c_chunk_equals_the_pytorch_chunk(dtype, steps, monkeypatch):
     if recurrence.compiled() is None:
-        pytest.skip("no C compiler here (cc or $CC): only the PyTorch loops run")
-    torch.manual_seed(0)
-    a, b = torch.rand(3, steps, 2, 5, 13, dtype=dtype), torch.randn(3, steps, 2, 5, 13, dtype=dtype)
-    start = torch.randn(3, 4, 5, 13, dtype=dtype)[:, 1:3]  # a slice of a larger tensor, as a chunk's start is
-    (c_forward, c_backward), (forward, backward) = both_loops(a, b, start, monkeypatch)
-    # equal to rounding: PyTorch's vectorised multiply-add may fuse its two roundings into one (FMA), the C one not
-    torch.testing.assert_close(c_forward, forward)
-    torch.testing.assert_close(c_backward, backward)
-    expected = b.clone()  # and they are the recurrence
-    expected[:, 0] += a[:, 0] * start
-    for t in range(1, steps):
-        expected[:, t] += a[:, t] * expected[:, t - 1]
-    torch.testing.assert_close(c_forward, expected)
+        pytest.skip("no C compiler here (cc or $CC): only the PyTorch form runs")
+    inputs = chunk(dtype, steps)
+    in_c = run(inputs)
+    monkeypatch.setattr(recurrence, "compiled", lambda: None)
+    for c, pytorch in zip(in_c, run(inputs), strict=True):
+        torch.testing.assert_close(c, pytorch)
 
 
-def test_the_pytorch_loops_are_the_recurrence_and_its_adjoint(pytorch_loops):
-    """g = backward(a, dh) is the gradient of sum(h * dh) with respect to b, where h = forward(a, b)."""
-    torch.manual_seed(0)
-    a, b, dh = torch.rand(2, 6, 4, dtype=torch.float64), torch.randn(2, 6, 4, dtype=torch.float64), torch.randn(2, 6, 4)
-    b.requires_grad_()
-    h, previous = [], torch.zeros(2, 4, dtype=torch.float64)
-    for t in range(6):
-        previous = a[:, t] * previous + b[:, t]
+def test_the_pytorch_chunk_is_the_recurrence_and_its_gradients(monkeypatch):
+    """States by a plain loop, and the adjoints, Δ's and A's gradients as autograd takes them through that loop."""
+    monkeypatch.setattr(recurrence, "compiled", lambda: None)
+    t = chunk(torch.float64, 6)
+    delta, A = t["delta"].clone().requires_grad_(), t["A"].clone().requires_grad_()
+    decay = (delta[:, :, :, None] * A).exp()
+    b = (t["u"][:, :, :, None] * t["maps"][..., None]).requires_grad_()
+    h, previous = [], t["start"]
+    for step in range(6):
+        previous = decay[:, step] * previous + b[:, step]
         h.append(previous)
-    (grad,) = torch.autograd.grad((torch.stack(h, 1) * dh).sum(), b)
-    torch.testing.assert_close(recurrence.forward_in_place(a, b.detach().clone(), torch.zeros(2, 4)), torch.stack(h, 1))
-    torch.testing.assert_close(recurrence.backward_in_place(a, dh.to(torch.float64)), grad)
+    h = torch.stack(h, 1)
+    g_b, g_delta, g_A = torch.autograd.grad((h * t["g"]).sum(), (b, delta, A))
+
+    states, adjoint, ddelta, dA = run({**t, "decay": decay.detach()})
+    torch.testing.assert_close(states, h.detach())
+    torch.testing.assert_close(adjoint, g_b)  # the gradient of each step's input is its adjoint state
+    torch.testing.assert_close(ddelta, g_delta)
+    torch.testing.assert_close(dA, g_A)
 
 
-def test_a_compiler_that_fails_leaves_the_pytorch_loops_and_no_file(tmp_path, monkeypatch, caplog):
+def test_a_compiler_that_fails_leaves_the_pytorch_form_and_no_file(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CC", "false")  # found, and fails whatever it is given
     monkeypatch.delenv("ZOO_CPU_KERNELS", raising=False)
@@ -68,11 +76,12 @@ def test_a_compiler_that_fails_leaves_the_pytorch_loops_and_no_file(tmp_path, mo
         with caplog.at_level(logging.WARNING, logger=recurrence.__name__):
             assert recurrence.compiled() is None
         (warning,) = caplog.records
-        assert warning.message.startswith("the C step loop of the selective scan did not compile")
+        assert warning.message.startswith("the C selective scan did not compile")
         assert list((tmp_path / "kernels").iterdir()) == []  # the partial library removed
-        b = torch.ones(1, 3, 2)
-        states = recurrence.forward_in_place(torch.full_like(b, 0.5), b, torch.zeros(1, 2))
-        assert states[0, :, 0].tolist() == [1.0, 1.5, 1.75]
+        h = recurrence.states(
+            torch.full((1, 3, 1, 1, 2), 0.5), torch.ones(1, 3, 1, 2), torch.ones(1, 3, 1, 1), torch.zeros(1, 1, 1, 2)
+        )
+        assert h[0, :, 0, 0, 0].tolist() == [1.0, 1.5, 1.75]
     finally:
         recurrence.compiled.cache_clear()
 
@@ -92,7 +101,7 @@ def test_a_damaged_library_in_the_cache_is_compiled_again(tmp_path, monkeypatch)
         recurrence.compiled.cache_clear()
 
 
-def test_the_c_loops_can_be_switched_off(monkeypatch):
+def test_the_c_scan_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("ZOO_CPU_KERNELS", "Off")
     recurrence.compiled.cache_clear()
     try:

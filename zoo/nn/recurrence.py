@@ -1,13 +1,14 @@
-"""The step loops of a diagonal linear recurrence, h_t = a_t * h_{t-1} + b_t, in place over a chunk of time: in C
-where the machine has a C compiler, else in PyTorch.
+"""A chunk of Mamba's selective scan on the CPU: its states h_t = exp(Δ_t A) h_{t-1} + u_t B_t, and backwards its
+adjoint states and the gradients of Δ and A; in C where the machine has a C compiler, else in PyTorch.
 
-Mamba's chunked scan on the CPU (zoo.nn.ssm.chunked_selective_scan) runs these loops over every step of a sequence,
-forward and backward. In PyTorch each step is one call of about 4 µs, mostly dispatch, for a few thousand numbers,
-and the steps are sequential, so a second thread cannot share them. recurrence.c takes the whole chunk in one call
-instead: it is compiled once per machine with the system's C compiler (``$CC``, else ``cc``) into
+zoo.nn.ssm.chunked_selective_scan runs a sequence a chunk of time at a time. In PyTorch the recurrence is one call
+a step, about 4 µs, mostly dispatch, for a few thousand numbers, and the steps are sequential, so a second thread
+cannot share them; the backward pass makes every product as a tensor of its own (six passes over the chunk for
+the gradient of Δ and A alone). recurrence.c takes a chunk in one call and forms those products where it sums
+them. It is compiled once per machine with the system's C compiler (``$CC``, else ``cc``) into
 ``$ZOO_CACHE_DIR/kernels/`` (default ``~/.cache/zoo/kernels/``) and loaded with ctypes, which lets other threads
-run while it works. ``ZOO_CPU_KERNELS=off`` keeps the PyTorch loops. Without a compiler, or where it fails (its
-message is logged once), the PyTorch loops run; both take the same sums in the same order (equal to rounding).
+run while it works. ``ZOO_CPU_KERNELS=off`` keeps the PyTorch form. Without a compiler, or where it fails (its
+message is logged once), the PyTorch form runs; the two compute the same sums (equal to rounding).
 """
 
 from __future__ import annotations
@@ -35,44 +36,70 @@ TYPES = {torch.float32: "f32", torch.float64: "f64"}
 SWITCH = "ZOO_CPU_KERNELS"
 
 
-def forward_in_place(a: torch.Tensor, b: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
-    """b_t <- a_t * b_{t-1} + b_t along dim 1, from b_{-1} = start: a, b (B, T, ...), start (B, ...) -> b, now the
-    states."""
-    library = _library_for(a, b)
+def states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """A chunk's states, h_t = decay_t * h_{t-1} + u_t B_t from h_{-1} = start: decay (B, T, G, N, C), u (B, T, G, C),
+    maps (the B_t: B, T, G, N), start (B, G, N, C) -> (B, T, G, N, C)."""
+    library = _library_for(decay)
     if library is None:
+        h = u[:, :, :, None] * maps[..., None]
         previous = start
-        for a_t, b_t in zip(a.unbind(1), b.unbind(1)):
-            previous = b_t.addcmul_(a_t, previous)
-        return b
-    start = start.to(b.dtype).contiguous()
-    getattr(library, f"forward_{TYPES[b.dtype]}")(a.data_ptr(), b.data_ptr(), start.data_ptr(), *_shape(b))
-    return b
+        for a_t, h_t in zip(decay.unbind(1), h.unbind(1)):
+            previous = h_t.addcmul_(a_t, previous)
+        return h
+    h = torch.empty_like(decay)
+    inputs = [t.to(decay.dtype).contiguous() for t in (u, maps, start)]
+    getattr(library, f"states_{TYPES[decay.dtype]}")(*_pointers(decay, *inputs, h), *_sizes(decay))
+    return h
 
 
-def backward_in_place(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """g_t <- a_{t+1} * g_{t+1} + g_t along dim 1, from the last step (left as it is) back: the adjoint of
-    :func:`forward_in_place`'s recurrence. a, g (B, T, ...) -> g."""
-    library = _library_for(a, g)
+def adjoints(
+    decay: torch.Tensor,
+    h: torch.Tensor,
+    start: torch.Tensor,
+    g: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    dA: torch.Tensor,
+) -> torch.Tensor:
+    """Backwards through a chunk of :func:`states`: the adjoint states g_t += decay_{t+1} g_{t+1} in place over g
+    (which holds C_t dy_t, and at the last step also the gradient from after the chunk), then through the decays
+    exp(Δ_t A), with dlog_t = g_t decay_t h_{t-1}: the gradient of Δ_t (B, T, G, C), returned, and of A, added to
+    ``dA`` (G, N, C). decay, h, g (B, T, G, N, C), start (B, G, N, C), delta (B, T, G, C), A (G, N, C)."""
+    library = _library_for(decay, h, g)
     if library is None:
         later = g[:, -1]
-        for a_next, g_t in zip(a.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
+        for a_next, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
             later = g_t.addcmul_(a_next, later)
-        return g
-    getattr(library, f"backward_{TYPES[g.dtype]}")(a.data_ptr(), g.data_ptr(), *_shape(g))
-    return g
+        dlog = g * decay
+        dlog[:, 1:] *= h[:, :-1]
+        dlog[:, 0] *= start
+        dA += (dlog * delta[:, :, :, None]).sum((0, 1))
+        return (dlog * A).sum(3)
+    ddelta = delta.new_empty(delta.shape, dtype=decay.dtype)
+    start, delta, A, dA_here = (t.to(decay.dtype).contiguous() for t in (start, delta, A, dA))
+    pointers = _pointers(decay, h, start, g, delta, A, ddelta, dA_here)
+    getattr(library, f"adjoints_{TYPES[decay.dtype]}")(*pointers, *_sizes(decay))
+    if dA_here is not dA:
+        dA.copy_(dA_here)
+    return ddelta
 
 
-def _shape(t: torch.Tensor) -> tuple[int, int, int]:
-    """(batch, steps, lanes) of a (B, T, ...) tensor."""
-    return t.shape[0], t.shape[1], t[0, 0].numel() if t.shape[1] else 0
+def _pointers(*tensors: torch.Tensor) -> list[int]:
+    return [t.data_ptr() for t in tensors]
 
 
-def _library_for(*tensors: torch.Tensor) -> ctypes.CDLL | None:
-    """The compiled loops, where they can take these tensors (on the CPU, one dtype they know, contiguous)."""
-    first = tensors[0]
-    if first.device.type != "cpu" or first.dtype not in TYPES or first.numel() == 0:
+def _sizes(t: torch.Tensor) -> tuple[int, ...]:
+    """(batch, steps, groups, states, channels) of a chunk's (B, T, G, N, C) tensor."""
+    return tuple(t.shape)
+
+
+def _library_for(*chunks: torch.Tensor) -> ctypes.CDLL | None:
+    """The compiled scan, where it can take these (B, T, G, N, C) tensors: on the CPU, in a dtype it knows, the same
+    shape and contiguous (made so, they are written in place or read whole)."""
+    first = chunks[0]
+    if first.device.type != "cpu" or first.dtype not in TYPES or first.dim() != 5 or first.numel() == 0:
         return None
-    if any(t.dtype != first.dtype or t.shape != first.shape or not t.is_contiguous() for t in tensors):
+    if any(t.dtype != first.dtype or t.shape != first.shape or not t.is_contiguous() for t in chunks):
         return None
     return compiled()
 
@@ -97,7 +124,7 @@ def compiled() -> ctypes.CDLL | None:
         return _load(library)
     except (OSError, AttributeError, subprocess.SubprocessError) as error:
         detail = getattr(error, "stderr", None) or error
-        log.warning("the C step loop of the selective scan did not compile (%s); using PyTorch's", detail)
+        log.warning("the C selective scan did not compile (%s); using the PyTorch form", detail)
         return None
 
 
@@ -126,12 +153,12 @@ def library_path(compiler: str) -> Path:
 
 
 def _load(library: Path) -> ctypes.CDLL:
-    loops = ctypes.CDLL(str(library))
-    pointers, sizes = [ctypes.c_void_p] * 3, [ctypes.c_ssize_t] * 3  # ptrdiff_t
+    scan = ctypes.CDLL(str(library))
+    sizes = [ctypes.c_ssize_t] * 5  # ptrdiff_t
     for suffix in TYPES.values():
-        getattr(loops, f"forward_{suffix}").argtypes = pointers + sizes
-        getattr(loops, f"backward_{suffix}").argtypes = pointers[:2] + sizes
-    return loops
+        getattr(scan, f"states_{suffix}").argtypes = [ctypes.c_void_p] * 5 + sizes
+        getattr(scan, f"adjoints_{suffix}").argtypes = [ctypes.c_void_p] * 8 + sizes
+    return scan
 
 
 def _compile(compiler: str, library: Path) -> None:
@@ -144,6 +171,6 @@ def _compile(compiler: str, library: Path) -> None:
         command = [compiler, *FLAGS, "-o", partial, str(SOURCE)]
         subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
         os.replace(partial, library)
-        log.info("compiled the selective scan's step loops into %s", library)
+        log.info("compiled the selective scan into %s", library)
     finally:
         Path(partial).unlink(missing_ok=True)

@@ -44,8 +44,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.config.checks import TRAINED_BYTES, at_least, in_unit_interval, no_wider_than, one_of, positive, within_memory
+from zoo.nn import recurrence
 from zoo.nn.norms import Norm, make_norm
-from zoo.nn.recurrence import backward_in_place, forward_in_place
 from zoo.reservoir import reverse_padded
 
 
@@ -275,8 +275,8 @@ def chunked_selective_scan(
     the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
     times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 3.3× faster than
     :func:`linear_scan` at L = 1,024, forward and backward on one thread). Within a chunk the recurrence is a loop
-    over its steps, each one multiply-add over the chunk's lanes (zoo.nn.recurrence: in C where the machine can
-    compile it, else one PyTorch call a step). The chunk's tensors are laid out (B, T, G, N, E / G),
+    over its steps (zoo.nn.recurrence: in C where the machine can compile it, with the backward pass's products
+    formed where they are summed; else one PyTorch call a step). The chunk's tensors are laid out (B, T, G, N, E / G),
     channels last, so every product and every sum over the N states runs along contiguous channels and the sums
     over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
     64 at batch 1 for one Mamba layer's 256 × 16 states, 2 at batch 32.
@@ -307,7 +307,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         on the CPU (AVX-512), and as accurate here."""
         groups = B.shape[2]
         decay = torch.exp2(grouped(delta[:, span], groups) * A2)
-        return decay, forward_in_place(decay, grouped(u[:, span], groups) * B[:, span, :, :, None], start)
+        return decay, recurrence.states(decay, u[:, span].unflatten(2, (groups, -1)), B[:, span], start)
 
     @staticmethod
     def forward(ctx, u, delta, A, B, C, chunk: int):
@@ -345,16 +345,12 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
             dy_t = dy[:, span].unflatten(2, (groups, -1))  # (B, T, G, E / G)
             g = dy_t[:, :, :, None] * C[:, span, :, :, None]
             g[:, -1] += after
-            backward_in_place(decay, g)
+            delta_t = delta[:, span].unflatten(2, (groups, -1))
+            ddelta[:, span] = recurrence.adjoints(decay, states, start, g, delta_t, A_g, dA_g).flatten(2)
             after = decay[:, 0] * g[:, 0]
             dC[:, span] = torch.einsum("btgne,btge->btgn", states, dy_t)
             du[:, span] = torch.einsum("btgne,btgn->btge", g, B[:, span]).flatten(2)
             dB[:, span] = torch.einsum("btgne,btge->btgn", g, u[:, span].unflatten(2, (groups, -1)))
-            dlog = g.mul_(decay)  # times h_{t-1}: the gradient of Δ_t A
-            dlog[:, 1:] *= states[:, :-1]
-            dlog[:, 0] *= start
-            ddelta[:, span] = (dlog * A_g).sum(3).flatten(2)
-            dA_g += (dlog * grouped(delta[:, span], groups)).sum((0, 1))
         return du, ddelta, dA_g.transpose(1, 2).reshape(A.shape), dB, dC, None
 
 
