@@ -134,8 +134,8 @@ def kernels_switched_on() -> bool:
     value = os.environ.get(SWITCH, "on")
     if value.strip().lower() not in ("on", "off"):
         raise ConfigError(
-            f"{SWITCH}={value}: write {SWITCH}=on (the default: Mamba's scan takes its step loops in C where this "
-            f"machine compiles them) or {SWITCH}=off (in PyTorch)"
+            f"{SWITCH}={value}: write {SWITCH}=on (the default: Mamba's scan runs in C where this machine compiles "
+            f"it) or {SWITCH}=off (in PyTorch)"
         )
     return value.strip().lower() == "on"
 
