@@ -120,7 +120,7 @@ class Slow(Dataset):
         return []
 
     def splits(self):
-        time.sleep(2)  # a large corpus: whoever prepares holds the lock a while
+        time.sleep(1)  # a large corpus: whoever prepares holds the lock a while
         items = [Item(str(k), f"ein satz {k}", (f"a sentence {k}",)) for k in range(self.cfg.pairs)]
         return {"train": items, "val": items[:5], "test": items[:5]}
 """
