@@ -37,7 +37,7 @@ from zoo.nn.ssm import Mamba, chunked_selective_scan, parallel_selective_scan, s
 from zoo.registry import discovery
 
 D_MODEL, INNER, STATES = 128, 256, 16
-PYTORCH_LOOPS = "mamba, PyTorch scan"
+PYTORCH_SCAN = "mamba, PyTorch scan"
 
 
 def medians(contestants: dict, rounds: int) -> dict[str, float]:
@@ -129,11 +129,11 @@ def training_rows(length: int, rounds: int) -> list[str]:
 
     compiled = recurrence.compiled
 
-    def step(encoder, loops=compiled):
-        """One training step, the scan's chunks by ``loops`` (recurrence.compiled: C where it compiles)."""
+    def step(encoder, scan=compiled):
+        """One training step, the scan's chunks by ``scan`` (recurrence.compiled: C where it compiles)."""
 
         def run() -> None:
-            recurrence.compiled = loops
+            recurrence.compiled = scan
             try:
                 out = encoder(x, mask)
                 (out.memory.square().mean() + out.state.square().mean()).backward()
@@ -143,7 +143,7 @@ def training_rows(length: int, rounds: int) -> list[str]:
         return run
 
     contestants = {name: step(encoder) for name, encoder in encoders.items()}
-    contestants[PYTORCH_LOOPS] = step(encoders["mamba"], lambda: None)
+    contestants[PYTORCH_SCAN] = step(encoders["mamba"], lambda: None)
     rows = []
     for threads in (1, 2):
         torch.set_num_threads(threads)
@@ -173,9 +173,9 @@ def main() -> None:
     rows, params = training_rows(args.length, args.rounds)
     print(f"\ntraining: encoder forward + backward over one sequence of {args.length:,} tokens, tokens/s")
     print("(parameters: " + ", ".join(f"{name} {n:,}" for name, n in params.items()) + ")")
-    loops = "C" if recurrence.compiled() else "PyTorch: no C compiler here"
-    print(f"(mamba: the scan's chunks in {loops}; {PYTORCH_LOOPS}: ZOO_CPU_KERNELS=off)")
-    print("| threads | " + " | ".join([*ENCODERS, PYTORCH_LOOPS]) + " | mamba / transformer |")
+    form = "C" if recurrence.compiled() else "PyTorch: no C compiler here"
+    print(f"(mamba: the scan's chunks in {form}; {PYTORCH_SCAN}: ZOO_CPU_KERNELS=off)")
+    print("| threads | " + " | ".join([*ENCODERS, PYTORCH_SCAN]) + " | mamba / transformer |")
     print("|---" * (len(ENCODERS) + 3) + "|")
     print("\n".join(rows))
 
