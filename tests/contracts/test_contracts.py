@@ -34,10 +34,21 @@ def test_contract(case):
 
 
 def test_a_decoder_that_uses_no_scorer_is_checked_once_not_per_scorer():
-    """``uses_scorer = False`` (mamba) gives one case per check and posenc, naming no scorer; rnn, every scorer."""
-    cases = [case for case in all_cases() if case.check == "steps equal teacher forcing"]
-    scorers = {
-        name: {dict(case.components).get("attention") for case in cases if ("decoder", name) in case.components}
-        for name in ("mamba", "rnn")
-    }
-    assert scorers == {"mamba": {None}, "rnn": set(registry.names("attention"))}
+    """``uses_scorer = False`` (mamba) gives one case per check and posenc, naming no scorer, where it places no
+    attention layer; where a layout places some (``hybrid``), every scorer; rnn, every scorer."""
+
+    def scorers(name: str, layout: str | None) -> set:
+        return {
+            dict(case.components).get("attention")
+            for case in all_cases()
+            if case.check == "steps equal teacher forcing"
+            and ("decoder", name) in case.components
+            and (
+                layout in case.detail.split(", ")
+                if layout
+                else not {"hybrid", "encoder-decoder", "gqa", "mqa", "mla"} & set(case.detail.split(", "))
+            )
+        }
+
+    everyone = set(registry.names("attention"))
+    assert (scorers("mamba", None), scorers("mamba", "hybrid"), scorers("rnn", None)) == ({None}, everyone, everyone)

@@ -47,7 +47,14 @@ LAYOUTS = {
     "mqa": {"kv_heads": 1},
     "mla": {"kv_latent_dim": 8},
     "parameter-free": {"self_attention_projections": False},
+    # a recurrent decoder's attention layers (zoo.nn.hybrid): cross-attention in place of the prefix, and a hybrid
+    "encoder-decoder": {"prefix": False, "cross_every": 1},
+    "hybrid": {"cross_every": 2, "self_attention_every": 1},
 }
+#: Key/value layouts, which shape attention layers only where there are some: a recurrent decoder is checked in
+#: them with attention layers placed (:data:`PLACED`).
+KV_LAYOUTS = ("gqa", "mqa", "mla")
+PLACED = {"cross_every": 1, "self_attention_every": 1}
 
 
 def small_config(kind: str, name: str, **overrides: Any) -> dict:
@@ -65,6 +72,13 @@ def layouts(kind: str, name: str) -> list[str]:
     """``default`` and every layout of :data:`LAYOUTS` whose fields the component's config has."""
     fields = {f.name for f in dataclasses.fields(registry.get(kind, name).cls.Config)}
     return ["default", *(layout for layout, options in LAYOUTS.items() if set(options) <= fields)]
+
+
+def layout_options(kind: str, name: str, layout: str) -> dict[str, Any]:
+    """The config fields that set ``layout`` on the component (none for ``default``)."""
+    options = LAYOUTS.get(layout, {})
+    fields = {f.name for f in dataclasses.fields(registry.get(kind, name).cls.Config)}
+    return {**PLACED, **options} if layout in KV_LAYOUTS and set(PLACED) <= fields else dict(options)
 
 
 def needs_files(kind: str, name: str) -> bool:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from zoo import registry
 from zoo.checks.case import Case, Refused, expect
 from zoo.checks.inputs import (
-    LAYOUTS,
+    KV_LAYOUTS,
     TOL,
     B,
     D,
@@ -27,6 +27,7 @@ from zoo.checks.inputs import (
     T,
     V,
     example_source,
+    layout_options,
     layouts,
     seeded,
     small_config,
@@ -105,7 +106,10 @@ def check_frontend(name: str, tmp: Path) -> None:
 def build_encoder(name: str, scorer: str | None, layout: str = "default", input_dim: int = D):
     extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.uses_scorer else {}
     return registry.build(
-        "encoder", small_config("encoder", name, **LAYOUTS.get(layout, {})), input_dim=input_dim, **extra
+        "encoder",
+        small_config("encoder", name, **layout_options("encoder", name, layout)),
+        input_dim=input_dim,
+        **extra,
     )
 
 
@@ -170,7 +174,7 @@ def encoder_output() -> EncoderOutput:
 def build_decoder(name: str, scorer: str | None, posenc: str, layout: str):
     """The decoder over :func:`encoder_output`; a refused scorer/posenc combination is :class:`Refused`. A decoder
     that scores with no scorer (``scorer`` None) is given the kind's default, as a run gives it."""
-    cfg = small_config("decoder", name, **LAYOUTS.get(layout, {}))
+    cfg = small_config("decoder", name, **layout_options("decoder", name, layout))
     if "hidden_size" in cfg:  # queries then match the memory size, which dot-product scorers need
         cfg["hidden_size"] = MEMORY_DIM
     try:
@@ -254,7 +258,7 @@ def check_decoder_prepares_keys_once(name: str, scorer: str | None, posenc: str,
         cache = decoder.init_cache(enc)
         for t in range(T):
             _, cache, _ = decoder.step(y[:, t], enc, cache, t)
-    if "kv_latent_dim" not in LAYOUTS.get(layout, {}):
+    if "kv_latent_dim" not in layout_options("decoder", name, layout):
         expect(max(counts.values(), default=0) <= 1, f"generation prepared source keys more than once: {counts}")
 
 
@@ -287,14 +291,22 @@ DECODER_CHECKS = {
 
 def decoder_cases() -> list[Case]:
     """Each decoder, in each of its layouts, with each scorer (and the default posenc) and with each other
-    posenc (and the default scorer): the kinds' defaults are what a run gets when it chooses none."""
+    posenc (and the default scorer): the kinds' defaults are what a run gets when it chooses none. A decoder
+    that scores only where a layout places attention layers in it (a state-space hybrid) is checked with every
+    scorer in those layouts, at the default posenc, and in the key/value layouts with the default scorer."""
     plain_posenc, scorer_for_posencs = registry.kind("posenc").default, registry.kind("attention").default
     other_posencs = [posenc for posenc in names("posenc") if posenc != plain_posenc]
     combinations = []
     for decoder in names("decoder"):
-        scores = registry.get("decoder", decoder).cls.uses_scorer
-        scorers, posenc_scorer = (names("attention"), scorer_for_posencs) if scores else ([None], None)
+        cls = registry.get("decoder", decoder).cls
         for layout in layouts("decoder", decoder):
+            placed = not cls.uses_scorer and cls.scores_with(layout_options("decoder", decoder, layout))
+            if placed:
+                scorers = [scorer_for_posencs] if layout in KV_LAYOUTS else names("attention")
+                combinations += [(decoder, scorer, plain_posenc, layout) for scorer in scorers]
+                continue
+            scores = cls.uses_scorer
+            scorers, posenc_scorer = (names("attention"), scorer_for_posencs) if scores else ([None], None)
             combinations += [(decoder, scorer, plain_posenc, layout) for scorer in scorers]
             combinations += [(decoder, posenc_scorer, posenc, layout) for posenc in other_posencs]
     cases = []

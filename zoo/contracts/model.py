@@ -181,7 +181,7 @@ class Decoder(nn.Module):
     :func:`zoo.registry.build`. A decoder with self-attention sets ``uses_self_scorer = True``
     and is also given ``self_scorer=cfg`` (the run's self-attention scorer); one that scores no attention with
     the run's scorer (a state-space or linear-attention decoder) sets ``uses_scorer = False``, and its checks run
-    once instead of once per scorer.
+    once instead of once per scorer; one whose options may add attention layers says when in ``scores_with``.
 
     Training: ``forward(y_in (B, T), enc) -> DecoderOutput`` (teacher forcing).
     Generation: ``init_cache(enc)`` then ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, attn)``
@@ -195,6 +195,12 @@ class Decoder(nn.Module):
     #: word, chosen as ``group=choice`` (the Transformer's ``kv_layout=gqa``); they ship with the plugin, so a
     #: component's shorthands need no file in zoo's own config folder. Any component may declare them.
     presets: dict[str, dict[str, dict[str, Any]]] = {}
+
+    @classmethod
+    def scores_with(cls, cfg: Any) -> bool:
+        """Whether this decoder, configured by ``cfg`` (its config section), scores attention with the run's
+        scorers: ``uses_scorer``, unless an option places attention layers (a state-space hybrid's)."""
+        return cls.uses_scorer
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         raise NotImplementedError

@@ -14,7 +14,9 @@ from torch import nn
 
 from zoo.api import PAD, Decoder, DecoderOutput, EncoderOutput, build, register
 from zoo.api.layers import (
+    AttentionLayers,
     FeedForward,
+    HybridLayout,
     LinearAttention,
     LinearCrossAttention,
     LinearLayout,
@@ -65,22 +67,35 @@ class LinearTransformerDecoder(Decoder):
     layer, not O(t + S) as a softmax decoder's does over its key/value cache and the memory.
 
     ``gate`` decays only the self-attention (none | retention | gla); the memory is not a sequence the target
-    moves along, so cross-attention has no decay. Target embeddings are scaled by sqrt(d_model) and initialised
-    N(0, 1/d_model) and, with ``tie_embeddings``, shared with the output projection (as the ``transformer``
-    decoder's). An absolute posenc is added to the embeddings (at offset t while stepping); a relative one acts
-    inside softmax scores, which this decoder has none of, and is refused. The run's attention scorers are not
-    used: phi(q) . phi(k) is the score. ``d_model`` defaults to ``memory_dim``; ``state_dim`` is unused.
+    moves along, so cross-attention has no decay. A hybrid (zoo.api.layers.HybridLayout: ``cross_every``,
+    ``cross_at``, ``self_attention_every``) adds softmax attention layers after some blocks, scored with the
+    run's scorers in the key/value layout of ``kv_heads``/``kv_latent_dim``; their caches grow as a
+    Transformer's do. Target embeddings are scaled by sqrt(d_model) and initialised N(0, 1/d_model) and, with
+    ``tie_embeddings``, shared with the output projection (as the ``transformer`` decoder's). An absolute posenc
+    is added to the embeddings (at offset t while stepping); a relative one acts inside softmax scores, which its
+    linear layers do not form, and is refused. The run's attention scorers are used only by a hybrid's softmax
+    layers: phi(q) . phi(k) is the linear layers' score. ``d_model`` defaults to ``memory_dim``; ``state_dim``
+    is unused.
 
     ``forward(y_in (B, T), enc) -> DecoderOutput(logits (B, T, V), attention=None)``: no attention weights are
-    formed. ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, None)``.
+    formed. ``step(y_t (B,), enc, cache, t) -> (logits (B, V), cache, a hybrid's cross weights (B, S) or None)``.
     """
 
-    uses_scorer = False  # the run's cross-attention scorer is not used
+    uses_scorer = False  # only a hybrid's softmax layers score with the run's scorers (scores_with)
+    uses_self_scorer = True
+
+    @classmethod
+    def scores_with(cls, cfg: Any) -> bool:
+        return bool(cfg.get("cross_every") or cfg.get("cross_at") or cfg.get("self_attention_every"))
 
     @dataclass
-    class Config(LinearLayout):
+    class Config(HybridLayout, LinearLayout):
         d_model: int | None = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
+
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.check_hybrid(self.layers)
 
     def __init__(
         self,
@@ -88,8 +103,9 @@ class LinearTransformerDecoder(Decoder):
         vocab_size: int,
         memory_dim: int,
         state_dim: int = 0,
-        scorer: Any = None,
+        scorer: Any = "scaled_dot",
         posenc: Any = "sinusoidal",
+        self_scorer: Any = None,
     ) -> None:
         super().__init__()
         posenc = {"name": posenc} if isinstance(posenc, str) else posenc
@@ -107,6 +123,10 @@ class LinearTransformerDecoder(Decoder):
             self.target.embedding.weight[PAD].zero_()
         self.dropout = nn.Dropout(cfg.dropout)
         self.layers = nn.ModuleList(DecoderLayer(cfg, memory_dim) for _ in range(cfg.layers))
+        scorers = {"cross": scorer, "self": self_scorer or scorer}
+        self.attention = AttentionLayers(cfg, cfg.layers, d, cfg.norm, cfg.dropout, scorers, memory_dim)
+        cross = self.attention.cross
+        self.attends = bool(cross) and cross[-1].attention.scorer.attends  # step returns its weights
         self.final_norm = final_norm(cfg)
 
     def _embed(self, y: torch.Tensor, offset: int) -> torch.Tensor:
@@ -115,13 +135,14 @@ class LinearTransformerDecoder(Decoder):
 
     def forward(self, y_in: torch.Tensor, enc: EncoderOutput) -> DecoderOutput:
         x = self._embed(y_in, 0)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             x, _ = layer(x, layer.cross_attn.summarise(enc.memory, enc.mask))
+            x, _ = self.attention.run(i, x, enc.memory, enc.mask)
         return DecoderOutput(self.target.logits(self.final_norm(x)))
 
     def init_cache(self, enc: EncoderOutput) -> dict:
-        """Per layer: the empty self-attention state and the memory's summary, made once per sentence; each
-        (B, H, F, d_head + 1)."""
+        """Per layer: the empty self-attention state and the memory's summary, made once per sentence, each
+        (B, H, F, d_head + 1); a hybrid's attention layers' caches beside them."""
         batch = enc.memory.shape[0]
         return {
             "layers": [
@@ -130,13 +151,21 @@ class LinearTransformerDecoder(Decoder):
                     "cross": layer.cross_attn.summarise(enc.memory, enc.mask),
                 }
                 for layer in self.layers
-            ]
+            ],
+            "attention": self.attention.init_caches(enc.memory),
         }
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):
         x = self._embed(y_t[:, None], t)
-        layers = []
-        for layer, old in zip(self.layers, cache["layers"]):
+        layers, caches, weights = [], [], None
+        for i, (layer, old, attention) in enumerate(zip(self.layers, cache["layers"], cache["attention"])):
             x, state = layer(x, old["cross"], old["self"])
             layers.append({"self": state, "cross": old["cross"]})
-        return self.target.logits(self.final_norm(x))[:, 0], {"layers": layers}, None
+            layer_cache = {"self": dict(attention["self"]), "cross": dict(attention["cross"])}  # the caller's intact
+            x, w = self.attention.run(
+                i, x, enc.memory, enc.mask, q_offset=t, cache=layer_cache, need_cross=self.attends
+            )
+            weights = w if w is not None else weights
+            caches.append(layer_cache)
+        attn = weights[:, :, 0].mean(dim=1) if weights is not None else None
+        return self.target.logits(self.final_norm(x))[:, 0], {"layers": layers, "attention": caches}, attn
