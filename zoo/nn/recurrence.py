@@ -39,16 +39,14 @@ SWITCH = "ZOO_CPU_KERNELS"
 def states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
     """A chunk's states, h_t = decay_t * h_{t-1} + u_t B_t from h_{-1} = start: decay (B, T, G, N, C), u (B, T, G, C),
     maps (the B_t: B, T, G, N), start (B, G, N, C) -> (B, T, G, N, C)."""
-    library = _library_for(decay)
-    if library is None:
+    if _library_for(decay) is None:
         h = u[:, :, :, None] * maps[..., None]
         previous = start
         for a_t, h_t in zip(decay.unbind(1), h.unbind(1)):
             previous = h_t.addcmul_(a_t, previous)
         return h
     h = torch.empty_like(decay)
-    inputs = [t.to(decay.dtype).contiguous() for t in (u, maps, start)]
-    getattr(library, f"states_{TYPES[decay.dtype]}")(*_pointers(decay, *inputs, h), *_sizes(decay))
+    scan_states(decay, *(t.to(decay.dtype).contiguous() for t in (u, maps, start)), h)
     return h
 
 
@@ -65,8 +63,7 @@ def adjoints(
     (which holds C_t dy_t, and at the last step also the gradient from after the chunk), then through the decays
     exp(Δ_t A), with dlog_t = g_t decay_t h_{t-1}: the gradient of Δ_t (B, T, G, C), returned, and of A, added to
     ``dA`` (G, N, C). decay, h, g (B, T, G, N, C), start (B, G, N, C), delta (B, T, G, C), A (G, N, C)."""
-    library = _library_for(decay, h, g)
-    if library is None:
+    if _library_for(decay, h, g) is None:
         later = g[:, -1]
         for a_next, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
             later = g_t.addcmul_(a_next, later)
@@ -77,11 +74,37 @@ def adjoints(
         return (dlog * A).sum(3)
     ddelta = delta.new_empty(delta.shape, dtype=decay.dtype)
     start, delta, A, dA_here = (t.to(decay.dtype).contiguous() for t in (start, delta, A, dA))
-    pointers = _pointers(decay, h, start, g, delta, A, ddelta, dA_here)
-    getattr(library, f"adjoints_{TYPES[decay.dtype]}")(*pointers, *_sizes(decay))
+    scan_adjoints(decay, h, start, g, delta, A, ddelta, dA_here)
     if dA_here is not dA:
         dA.copy_(dA_here)
     return ddelta
+
+
+@torch.library.custom_op("zoo::scan_states", mutates_args=("h",), device_types="cpu")
+def _c_states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor, h: torch.Tensor) -> None:
+    """recurrence.c's forward loop into ``h``, as an operator of its own so that a FLOP counter sees it
+    (zoo.training.flops)."""
+    getattr(compiled(), f"states_{TYPES[decay.dtype]}")(*_pointers(decay, u, maps, start, h), *_sizes(decay))
+
+
+@torch.library.custom_op("zoo::scan_adjoints", mutates_args=("g", "ddelta", "dA"), device_types="cpu")
+def _c_adjoints(
+    decay: torch.Tensor,
+    h: torch.Tensor,
+    start: torch.Tensor,
+    g: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    ddelta: torch.Tensor,
+    dA: torch.Tensor,
+) -> None:
+    """recurrence.c's backward loop (g, ddelta and dA written in place), as an operator of its own."""
+    pointers = _pointers(decay, h, start, g, delta, A, ddelta, dA)
+    getattr(compiled(), f"adjoints_{TYPES[decay.dtype]}")(*pointers, *_sizes(decay))
+
+
+scan_states = torch.ops.zoo.scan_states
+scan_adjoints = torch.ops.zoo.scan_adjoints
 
 
 def _pointers(*tensors: torch.Tensor) -> list[int]:

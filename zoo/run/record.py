@@ -33,14 +33,11 @@ from zoo.run.summary import peak_memory_mb
 
 log = logging.getLogger("zoo.run")
 
-#: The training batches of each segment whose FLOPs are counted exactly (zoo.training.compute.ComputeMeter); the
-#: others are counted per token read and written (real source and target tokens) at those batches' rate.
-COUNTED_BATCHES = 4
-#: How the record's FLOPs were counted, as ``summary.json`` says it.
+#: How the record's FLOPs were counted, as ``summary.json`` says it (zoo.training.compute, zoo.training.flops).
 FLOPS_METHOD = (
-    f"torch.utils.flop_counter on the first {COUNTED_BATCHES} training batches of each segment (forward, backward, "
-    "optimiser; matrix products, convolutions (grouped ones per group), attention and FFTs), then per token read "
-    "and written (real source and target tokens)"
+    "every training batch charged from its shape by a cost model fitted to 16 batches counted exactly before "
+    "training (forward and backward: products, attention, FFTs and the C scan by formula, element-wise work one FLOP "
+    "per output element; compute.json in the run folder)"
 )
 
 

@@ -1,216 +1,123 @@
-"""Training compute: FLOPs counted on real batches and processor-seconds, per segment; budgets stated in FLOPs.
+"""Training compute: every batch's FLOPs from its shape, processor-seconds, per segment; budgets stated in FLOPs.
 
 Equal epochs are not equal compute: a GRU and a Transformer do very different work per batch (Kaplan et al.,
 2020; Tay et al., 2022 compare architectures at equal compute). So every run records what it spent:
 
-- **FLOPs**: ``torch.utils.flop_counter``'s formulas count the matrix products (forward, backward and
-  optimiser) of the first :data:`COUNTED_BATCHES` training batches of each segment exactly; counting every batch
-  would slow a small recurrent model 4x, so later batches are charged the counted FLOPs per token times the
-  tokens they read and write (:func:`batch_tokens`: real source and target tokens; per target token alone, a
-  classifier's batch of 256 short sequences would be charged 8x a batch of 32 long ones of the same cost). The
-  fast Fourier transforms of a long convolution (S4D's) are counted too, at the usual 5 n log2 n real FLOPs for
-  a complex transform of length n and half that for a real one (Cooley & Tukey, 1965; the convention of FFTW's
-  benchmarks). A grouped convolution's backward pass is counted per group (torch's formula charges a depthwise
-  one's weight gradient channels times over). Element-wise work (activations, norms, a selective scan's
-  recurrence) is not counted, as usual: for Mamba's scan that is roughly a tenth to a fifth of its block's
-  FLOPs, so budgets in FLOPs favour it by that much (``budget_minutes`` has no such gap). On the CPU the scan's
-  products with B and C run as batched matrix products and are counted (5 % of a Mamba block's count; on a GPU,
-  in ``mamba-ssm``'s kernel, they are not).
+- **FLOPs**, by the rule of :mod:`zoo.training.flops` (products, attention on every backend, FFTs, the C scan and
+  element-wise work at one FLOP per output element). Counting every batch would slow a small recurrent model 4x,
+  and charging later batches the first batches' FLOPs per token was 4-9 % off: FLOPs per token differ 1.5x between
+  length buckets. So before training :data:`COUNTED_BATCHES` training batches spread over the epoch's shapes are
+  counted exactly on a copy of the model, and a :class:`CostModel` fitted to them (least squares over the terms a
+  batch's work grows with: rows, lengths, their squares and products, real tokens) charges every batch of the run
+  from its shape. The model is kept in the run folder (:data:`COMPUTE_FILE`) and a resumed run charges by it.
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
-A budget (``trainer.budget_flops``, or ``trainer.budget_minutes`` of training time) is turned into optimiser
-steps before training, from the first training batches counted (or timed) on a copy of the model
-(:func:`steps_for_budget`): ``max_steps`` ends there, so the learning-rate schedule is laid out to end at the
-budget, and validation runs at the same fractions of it (``trainer.budget_validations``) for every family. A
-time budget is the machine's: the same minutes buy different compute elsewhere, and validation's time is not
-in it.
+A budget (``trainer.budget_flops``) is laid out before training by :mod:`zoo.training.budget`; one in minutes
+(``trainer.budget_minutes``) from the first batches timed here.
 """
 
 from __future__ import annotations
 
-import collections
 import copy
 import itertools
-import math
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
+import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import conv_flop_count, flop_registry, shape_wrapper
 
 from zoo.contracts import PAD
-from zoo.run.record import COUNTED_BATCHES
-from zoo.training.callbacks import target_tokens
+from zoo.training.flops import flop_counter
 
-aten = torch.ops.aten
-
-
-def _fft_flops(real: bool, length_from_output: bool = False):
-    """A FlopCounterMode formula for one FFT op: 5 n log2 n per complex transform of length n over the given
-    dims, 2.5 n log2 n for a real one, times the transforms (the tensor's other elements)."""
-
-    def count(input_shape, dim, *args, out_shape=None, **kwargs) -> int:
-        shape = out_shape if length_from_output else input_shape
-        n = math.prod(shape[d] for d in dim)
-        transforms = math.prod(shape) // max(n, 1)
-        return int((2.5 if real else 5.0) * transforms * n * math.log2(max(n, 2)))
-
-    return count
+#: How many training batches are counted exactly before training, spread over the epoch's batch shapes.
+COUNTED_BATCHES = 16
+#: The run folder's file that keeps the cost model (and a budget's layout), read again on resume.
+COMPUTE_FILE = "compute.json"
+#: Batches timed for a budget in minutes.
+TIMED_BATCHES = 4
 
 
-#: The FFT ops torch.utils.flop_counter leaves out (it counts matrix products, convolutions and attention).
-FFT_FLOPS = {
-    aten._fft_r2c: _fft_flops(real=True),
-    aten._fft_c2r: _fft_flops(real=True, length_from_output=True),
-    aten._fft_c2c: _fft_flops(real=False),
-}
+@dataclass(frozen=True)
+class BatchShape:
+    """What a training batch's work grows with: rows, padded source and target lengths, real tokens of each. A
+    source that is no token ids (an image, a feature grid) has the size of one row's source as its length."""
+
+    rows: int
+    source: int
+    target: int
+    source_tokens: int
+    target_tokens: int
+
+    @classmethod
+    def of(cls, batch: dict) -> BatchShape:
+        source, target = batch["source"], batch["target_out"]
+        ids = not source.is_floating_point()
+        return cls(
+            rows=source.size(0),
+            source=source.size(1) if ids else source[0].numel(),
+            target=target.size(1),
+            source_tokens=int((source != PAD).sum()) if ids else source.size(0),
+            target_tokens=int((target != PAD).sum()),
+        )
+
+    def terms(self) -> np.ndarray:
+        """The terms of the cost model: per batch (masks, a kernel computed from the weights) and per row (every
+        layer's work per position, attention's per pair of positions), and per real token (a packed recurrent
+        encoder skips the padding)."""
+        s, t = self.source, self.target
+        per_length = [1, s, t, s * s, t * t, s * t]
+        return np.array(
+            [*per_length, *(self.rows * term for term in per_length), self.source_tokens, self.target_tokens],
+            dtype=np.float64,
+        )
 
 
-def _conv_backward_flops(
-    grad_out_shape,
-    x_shape,
-    w_shape,
-    _bias,
-    _stride,
-    _padding,
-    _dilation,
-    transposed,
-    _output_padding,
-    _groups,
-    output_mask,
-    out_shape,
-    **kwargs,
-) -> int:
-    """A convolution's backward pass: its input's gradient (a transposed convolution) and its weights' (one
-    multiply-add per multiply-add of the forward pass, so the forward's count). torch's own formula counts the
-    weights' gradient as if the convolution were dense across channels: for a depthwise one (Mamba's, ``groups`` =
-    channels) that is channels times too much, almost half of what a Mamba block was charged."""
-    count = 0
-    if output_mask[0]:
-        count += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
-    if output_mask[1]:
-        count += conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
-    return count
+@dataclass
+class CostModel:
+    """A training batch's FLOPs (forward and backward) as a linear function of its shape's terms, fitted by least
+    squares to batches counted exactly; ``counted`` keeps them, (shape, FLOPs), for the record."""
+
+    coefficients: list[float]
+    scale: list[float]
+    counted: list[tuple[BatchShape, float]]
+
+    @classmethod
+    def fit(cls, counted: list[tuple[BatchShape, float]]) -> CostModel:
+        """The least-squares fit (minimum norm, each term scaled to at most 1 so none dominates by its units)."""
+        terms = np.stack([shape.terms() for shape, _ in counted])
+        scale = np.maximum(np.abs(terms).max(axis=0), 1.0)
+        flops = np.array([count for _, count in counted])
+        coefficients, *_ = np.linalg.lstsq(terms / scale, flops, rcond=None)
+        return cls(coefficients.tolist(), scale.tolist(), counted)
+
+    def flops(self, shape: BatchShape) -> float:
+        return float(max(0.0, shape.terms() / np.array(self.scale) @ np.array(self.coefficients)))
+
+    def to_dict(self) -> dict:
+        counted = [{**asdict(shape), "flops": flops} for shape, flops in self.counted]
+        return {"coefficients": self.coefficients, "scale": self.scale, "counted": counted}
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> CostModel:
+        counted = [
+            (BatchShape(**{k: v for k, v in row.items() if k != "flops"}), row["flops"]) for row in saved["counted"]
+        ]
+        return cls(saved["coefficients"], saved["scale"], counted)
 
 
-#: The formula for each counted op: torch's, with the FFTs added and the convolution's backward pass replaced.
-FORMULAS = {
-    **flop_registry,
-    **{op: shape_wrapper(count) for op, count in FFT_FLOPS.items()},
-    aten.convolution_backward: shape_wrapper(_conv_backward_flops),
-}
-
-
-#: What a dispatch mode is asked about a tensor's layout, not work done (as FlopCounterMode leaves them alone).
-_LAYOUT_QUERIES = {
-    aten.is_contiguous.default,
-    aten.is_contiguous.memory_format,
-    aten.is_strides_like_format.default,
-    aten.is_non_overlapping_and_dense.default,
-    aten.size.default,
-    aten.sym_size.default,
-    aten.stride.default,
-    aten.sym_stride.default,
-    aten.storage_offset.default,
-    aten.sym_storage_offset.default,
-    aten.numel.default,
-    aten.sym_numel.default,
-    aten.dim.default,
-    torch.ops.prim.layout.default,
-}
-
-
-class FlopCounter(TorchDispatchMode):
-    """Total FLOPs of the operations run inside it, by ``torch.utils.flop_counter``'s formulas (FFTs added, grouped
-    convolutions' backward pass corrected).
-
-    The same count as ``FlopCounterMode`` otherwise, without its books per module: those hook every module's inputs and
-    outputs, which made counting a step-by-step recurrent decoder's batch three times as slow as running it.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: collections.Counter = collections.Counter()  # FLOPs by operation (aten.mm, ...)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in _LAYOUT_QUERIES:
-            return NotImplemented
-        formula = FORMULAS.get(func._overloadpacket)
-        if formula is None and func is not torch.ops.prim.device.default:  # a composite op: count its parts
-            with self:
-                parts = func.decompose(*args, **kwargs)
-            if parts is not NotImplemented:
-                return parts
-        out = func(*args, **kwargs)
-        if formula is not None:
-            self.counts[func._overloadpacket] += formula(*args, **kwargs, out_val=out)
-        return out
-
-    def get_total_flops(self) -> int:
-        return sum(self.counts.values())
-
-
-def flop_counter() -> FlopCounter:
-    """A FLOP counter, FFTs included, grouped convolutions counted right."""
-    return FlopCounter()
-
-
-def batch_tokens(batch: dict) -> int:
-    """The tokens a training batch reads and writes, what its FLOPs grow with: real target tokens, plus real source
-    tokens where the source is token ids (an image or a feature grid costs the same in every row: one each)."""
-    source = batch["source"]
-    read = source.size(0) if source.is_floating_point() else int((source != PAD).sum())
-    return read + target_tokens(batch)
-
-
-class ComputeMeter(Callback):
-    """Counts this process's training FLOPs and processor-seconds since its segment started (the run record adds
-    up the segments, :mod:`zoo.run.record`); under DDP every process does the same work, so the run's
-    FLOPs are one process's times the processes."""
-
-    def __init__(self) -> None:
-        self.flops = 0.0
-        self._counted = (0.0, 0)  # FLOPs and tokens (batch_tokens) of the batches counted exactly
-        self._batches_counted = 0
-        self._counter: FlopCounter | None = None
-        self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
-        self._processes = 1
-        self._gpu = False
-
-    def on_fit_start(self, trainer, module) -> None:
-        self.flops, self._counted, self._batches_counted = 0.0, (0.0, 0), 0
-        self._started = (time.process_time(), time.perf_counter())
-        self._processes = trainer.world_size
-        self._gpu = trainer.strategy.root_device.type == "cuda"
-
-    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-        if self._batches_counted < COUNTED_BATCHES or not self._counted[1]:
-            self._counter = flop_counter()
-            self._counter.__enter__()
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        tokens = batch_tokens(batch)
-        if self._counter is not None:
-            self._counter.__exit__(None, None, None)
-            flops, self._counter = float(self._counter.get_total_flops()), None
-            self._counted = (self._counted[0] + flops, self._counted[1] + tokens)
-            self._batches_counted += 1
-            self.flops += flops
-        elif self._counted[1]:
-            self.flops += self._counted[0] / self._counted[1] * tokens
-
-    def segment(self) -> dict:
-        """This segment's compute so far, as the run record keeps it."""
-        if self._started is None:
-            return {}
-        cpu, wall = self._started
-        seconds = (time.perf_counter() - wall) * self._processes if self._gpu else time.process_time() - cpu
-        return {"flops": round(self.flops * self._processes), "processor_seconds": round(seconds, 2)}
+def spread(shapes: list[BatchShape], k: int) -> list[int]:
+    """The indices of ``k`` batches spread evenly over ``shapes`` ordered by source then target length (all of
+    them where there are no more than ``k``)."""
+    order = sorted(range(len(shapes)), key=lambda i: (shapes[i].source, shapes[i].target, shapes[i].rows))
+    if len(order) <= k:
+        return order
+    return [order[round(j * (len(order) - 1) / (k - 1))] for j in range(k)]
 
 
 @contextmanager
@@ -223,13 +130,60 @@ def probe(module: torch.nn.Module, device: torch.device) -> Iterator[torch.nn.Mo
         yield copied
 
 
-def flops_per_batch(module: torch.nn.Module, batches: list[dict]) -> float:
-    """The mean FLOPs of a training step (forward and backward of the loss) over ``batches``, counted on a
-    :func:`probe` (FLOPs do not depend on the device: counted on the CPU)."""
-    with probe(module, torch.device("cpu")) as copied, flop_counter() as counter:
+def count_flops(module: torch.nn.Module, batches: list[dict]) -> list[float]:
+    """Each batch's training FLOPs (forward and backward of the loss), counted on a :func:`probe` (FLOPs do not
+    depend on the device: counted on the CPU)."""
+    counts = []
+    with probe(module, torch.device("cpu")) as copied:
         for batch in batches:
-            copied._loss(batch).backward()
-    return counter.get_total_flops() / len(batches)
+            with flop_counter() as counter:
+                copied._loss(batch).backward()
+            counts.append(float(counter.get_total_flops()))
+            copied.zero_grad(set_to_none=True)
+    return counts
+
+
+def fit_cost_model(module: torch.nn.Module, batches: list[dict], k: int = COUNTED_BATCHES) -> CostModel:
+    """The cost model of ``module`` from ``k`` of an epoch's ``batches``, spread over their shapes."""
+    shapes = [BatchShape.of(batch) for batch in batches]
+    chosen = spread(shapes, k)
+    counts = count_flops(module, [batches[i] for i in chosen])
+    return CostModel.fit([(shapes[i], count) for i, count in zip(chosen, counts)])
+
+
+def read_compute_file(run_dir: Path) -> dict | None:
+    path = run_dir / COMPUTE_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+class ComputeMeter(Callback):
+    """Charges every training batch of this process its FLOPs by the run's :class:`CostModel`, and measures
+    processor-seconds since its segment started (the run record adds up the segments, :mod:`zoo.run.record`);
+    under DDP every process does the same work, so the run's FLOPs are one process's times the processes."""
+
+    def __init__(self, cost: CostModel) -> None:
+        self.cost = cost
+        self.flops = 0.0
+        self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
+        self._processes = 1
+        self._gpu = False
+
+    def on_fit_start(self, trainer, module) -> None:
+        self.flops = 0.0
+        self._started = (time.process_time(), time.perf_counter())
+        self._processes = trainer.world_size
+        self._gpu = trainer.strategy.root_device.type == "cuda"
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self.flops += self.cost.flops(BatchShape.of(batch))
+
+    def segment(self) -> dict:
+        """This segment's compute so far, as the run record keeps it."""
+        if self._started is None:
+            return {}
+        cpu, wall = self._started
+        seconds = (time.perf_counter() - wall) * self._processes if self._gpu else time.process_time() - cpu
+        return {"flops": round(self.flops * self._processes), "processor_seconds": round(seconds, 2)}
 
 
 def uses_gpu(trainer_cfg) -> bool:
@@ -268,15 +222,10 @@ def seconds_per_batch(module: torch.nn.Module, batches: list[dict], device: torc
     return (time.perf_counter() - started) / max(1, len(batches) - 1)
 
 
-def steps_for_budget(trainer_cfg, module: torch.nn.Module, loader) -> int:
-    """Optimiser steps that spend the ``trainer`` section's budget: ``budget_flops`` (FLOPs of all processes) or
-    ``budget_minutes`` (training time, each process's steps timed), a multiple of ``budget_validations`` (at least
-    one step each) so validation falls on the same fractions of the budget in every run."""
-    batches = list(itertools.islice(iter(loader), COUNTED_BATCHES))
-    if trainer_cfg.budget_flops is not None:
-        per_step, budget = flops_per_batch(module, batches) * processes(trainer_cfg), trainer_cfg.budget_flops
-    else:
-        per_step = seconds_per_batch(module, batches, torch.device("cuda" if uses_gpu(trainer_cfg) else "cpu"))
-        budget = 60 * trainer_cfg.budget_minutes
+def steps_for_minutes(trainer_cfg, module: torch.nn.Module, loader) -> int:
+    """Optimiser steps that spend ``budget_minutes`` of training time (each process's steps timed), a multiple of
+    ``budget_validations`` (at least one step each)."""
+    batches = list(itertools.islice(iter(loader), TIMED_BATCHES))
+    per_step = seconds_per_batch(module, batches, torch.device("cuda" if uses_gpu(trainer_cfg) else "cpu"))
     validations = trainer_cfg.budget_validations
-    return int(max(validations, validations * round(budget / per_step / validations)))
+    return int(max(validations, validations * round(60 * trainer_cfg.budget_minutes / per_step / validations)))

@@ -222,7 +222,9 @@ class ZooModule(L.LightningModule):
             weight_decay=opt["weight_decay"],
         )
         total = self.trainer.estimated_stepping_batches if self.trainer is not None else 1
-        factor = warmup_then_decay(step["schedule"], step["warmup_steps"], int(min(total, 10**9)))
+        trainer_cfg = self.cfg["trainer"]
+        budgeted = trainer_cfg.get("budget_flops") is not None or trainer_cfg.get("budget_minutes") is not None
+        factor = warmup_then_decay(step["schedule"], step["warmup_steps"], int(min(total, 10**9)), cool_down=budgeted)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 

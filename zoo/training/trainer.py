@@ -26,8 +26,16 @@ from zoo.run.layout import BEST_CHECKPOINT_NAME, CHECKPOINTS_DIR, LAST_CHECKPOIN
 from zoo.run.record import RunRecord
 from zoo.run.resume import Resume
 from zoo.run.tracking import wandb_run_id
+from zoo.training.budget import (
+    LastStepValidates,
+    Layout,
+    budget_layout,
+    fit_run_cost,
+    read_layout,
+    write_compute_file,
+)
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
-from zoo.training.compute import ComputeMeter, steps_for_budget
+from zoo.training.compute import ComputeMeter, CostModel, read_compute_file, steps_for_minutes
 from zoo.training.loggers import keep_earlier_metrics, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.scst import step_section
@@ -90,18 +98,19 @@ def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: 
     loggers = make_loggers(cfg, run.path, wandb_run_id(cfg, run.record, resume.previous))
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run.path, None if resume.tests_only else resume.step)
+    cost, layout = compute_layout(cfg.trainer, module, data, run, resume)
     options = lightning_options(cfg.trainer)
     budgeted = cfg.trainer.budget_flops is not None or cfg.trainer.budget_minutes is not None
     if budgeted:
-        options.update(budget_options(cfg.trainer, module, data, run.record))
+        options.update(budget_options(cfg.trainer, module, data, run.record, layout))
     if resume.tests_only:
         options["max_steps"] = resume.step
     stopping = (
-        []
-        if budgeted  # a budget is spent whole: the schedule ends there
+        [LastStepValidates(options["max_steps"])]
+        if budgeted  # a budget is spent whole: the schedule ends there, and the last step validates
         else [EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False)]
     )
-    run.record.compute = ComputeMeter()
+    run.record.compute = ComputeMeter(cost)
     trainer = L.Trainer(
         **options,
         default_root_dir=str(run.path),
@@ -125,24 +134,39 @@ def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: 
     return Built(cfg, run, data, module, trainer, best, last, throughput, snapshots)
 
 
-def budget_options(trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, record: RunRecord) -> dict:
-    """The ``trainer`` section's budget (``budget_flops`` or ``budget_minutes``) as Lightning's limits: the optimiser
-    steps that spend it (:mod:`zoo.training.compute`), validated at ``budget_validations`` equal fractions of it.
-    The warmup is at most a tenth of those steps, so a small budget is not spent warming up; the record says what
-    was laid out."""
-    steps = steps_for_budget(trainer_cfg, module, data.train_dataloader())
+def compute_layout(
+    trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, run: RunFolder, resume: Resume
+) -> tuple[CostModel, Layout | None]:
+    """The run's cost model and, under ``budget_flops``, its layout (:mod:`zoo.training.budget`): measured when the
+    run starts and written to its folder; a resumed run reads what it wrote (older runs: measured again)."""
+    saved = read_compute_file(run.path) if resume.resuming else None
+    if saved is not None:
+        return read_layout(saved)
+    cost = fit_run_cost(module, data)
+    layout = budget_layout(trainer_cfg, cost, data) if trainer_cfg.budget_flops is not None else None
+    if run.writes:
+        write_compute_file(run.path, cost, layout)
+    return cost, layout
+
+
+def budget_options(
+    trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, record: RunRecord, layout: Layout | None
+) -> dict:
+    """The ``trainer`` section's budget as Lightning's limits: ``budget_flops`` as its ``layout``, ``budget_minutes``
+    as the steps timed here that spend it (:mod:`zoo.training.compute`), validated at ``budget_validations`` equal
+    fractions of it. The warmup is at most a tenth of those steps, so a small budget is not spent warming up; the
+    record says what was laid out."""
+    if layout is None:
+        steps = steps_for_minutes(trainer_cfg, module, data.train_dataloader())
+        every, kind, laid_out = steps // trainer_cfg.budget_validations, "minutes", {}
+    else:
+        steps, every, kind, laid_out = layout.steps, layout.validate_every, "flops", {"laid_out_flops": layout.flops}
     step = module.cfg[step_section(module.cfg)]
     step["warmup_steps"] = min(step["warmup_steps"], steps // 10)
-    kind = "flops" if trainer_cfg.budget_flops is not None else "minutes"
     amount = trainer_cfg[f"budget_{kind}"]
-    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": step["warmup_steps"]}
+    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": step["warmup_steps"], **laid_out}
     log.info("budget %.3g %s: %d optimiser steps, warmup %d", amount, kind, steps, step["warmup_steps"])
-    return {
-        "max_steps": steps,
-        "max_epochs": -1,
-        "val_check_interval": steps // trainer_cfg.budget_validations,
-        "check_val_every_n_epoch": None,
-    }
+    return {"max_steps": steps, "max_epochs": -1, "val_check_interval": every, "check_val_every_n_epoch": None}
 
 
 def lightning_options(trainer_cfg: DictConfig) -> dict:
