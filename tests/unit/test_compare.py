@@ -258,8 +258,10 @@ def test_recipes_label_their_rows_and_settings_differing_within_one_recipe_follo
 
 def test_a_row_is_not_named_by_a_field_its_component_lacks_or_a_scorer_its_decoder_ignores(tmp_path):
     """decoder.gate tells two linear-attention rows apart, attention the Transformer's from the GRU's: neither is
-    said of a mamba decoder, which has no gate and scores nothing."""
+    said of a mamba decoder, which has no gate and scores nothing, but the scorer is said of a mamba hybrid's
+    cross-attention layers."""
     rows = [("rnn", {}, "additive"), ("transformer", {}, "scaled_dot"), ("mamba", {}, "additive")]
+    rows += [("mamba", {"cross_every": 1}, "cosine")]
     rows += [("linear_transformer", {"gate": gate}, "additive") for gate in ("none", "gla")]
     for k, (decoder, fields, attention) in enumerate(rows):
         config = {"decoder": {"name": decoder, **fields}, "attention": {"name": attention}, "seed": 1}
@@ -269,6 +271,7 @@ def test_a_row_is_not_named_by_a_field_its_component_lacks_or_a_scorer_its_decod
         "decoder=rnn attention=additive",
         "decoder=transformer attention=scaled_dot",
         "decoder=mamba",
+        "decoder=mamba attention=cosine decoder.cross_every=1",
         "decoder=linear_transformer decoder.gate=none",
         "decoder=linear_transformer decoder.gate=gla",
     }

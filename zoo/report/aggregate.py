@@ -253,7 +253,7 @@ def _names(members: list[list[Run]], by: list[str]) -> list[dict[str, str]]:
 def _tells(key: str, run: Run) -> bool:
     """Whether a setting or config group's choice says anything of the run: not the scorer of a decoder that scores
     with none (``decoder=mamba attention=additive`` names a setting the model never reads)."""
-    return key.partition(".")[0] != "attention" or decoder_scores(run.setting("decoder"))
+    return key.partition(".")[0] != "attention" or decoder_scores(run)
 
 
 def _labels(members: list[list[Run]], names: list[dict[str, str]]) -> list[tuple[str, str]]:

@@ -67,7 +67,7 @@ def recipe_words(run: Run) -> str:
     recipe = run.choices.get("model")
     if recipe:
         return f"{recipe} recipe"
-    plain = _PLAIN | ({} if decoder_scores(run.setting("decoder")) else {"attention": run.setting("attention")})
+    plain = _PLAIN | ({} if decoder_scores(run) else {"attention": run.setting("attention")})
     return ", ".join(
         f"{name} {part}"
         for part in _PARTS
@@ -75,14 +75,19 @@ def recipe_words(run: Run) -> str:
     )
 
 
-def decoder_scores(name: Any) -> bool:
-    """Whether the decoder called ``name`` uses the run's attention scorer (``uses_scorer``); True when it is not
+def decoder_scores(run: Any) -> bool:
+    """Whether the run's decoder uses the run's attention scorer: its ``scores_with`` its config section (a
+    state-space decoder scores only where its options place attention layers); True when the decoder is not
     registered here, since most do."""
     from zoo import registry
     from zoo.registry.discovery import discover
 
     discover()  # once a process: the built-in plugins and installed ones
-    return name not in registry.names("decoder") or registry.get("decoder", name).cls.uses_scorer
+    name = run.setting("decoder")
+    if name not in registry.names("decoder"):
+        return True
+    section = (run.config or {}).get("decoder") or {}
+    return registry.get("decoder", name).cls.scores_with(section)
 
 
 def show(value: Any) -> str:
