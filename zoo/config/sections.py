@@ -138,9 +138,9 @@ class TrainerConfig:
         at_least(self, "average_last", 0, "0 turns averaging off")
         at_least(self, "average_best", 0, "0 turns averaging off")
         if self.budget_flops is not None:
-            positive(self, "budget_flops", "e.g. 1e12, or null to train for max_epochs")
+            between(self, "budget_flops", 1, 1e30, "e.g. 1e12, or null to train for max_epochs")
         if self.budget_minutes is not None:
-            positive(self, "budget_minutes", "e.g. 10, or null to train for max_epochs")
+            between(self, "budget_minutes", 1e-6, 1e9, "e.g. 10, or null to train for max_epochs")
         if self.budget_flops is not None and self.budget_minutes is not None:
             raise ConfigError(
                 f"budget_flops={self.budget_flops:g} with budget_minutes={self.budget_minutes:g}: state the budget "
