@@ -40,6 +40,16 @@ COSTS = {
 }
 #: Cost columns shown in other units than the summary's: column -> factor.
 COST_UNITS = {"train TFLOPs": 1e-12}
+#: The FLOPs a run was to spend (:func:`budget_flops`), beside those it recorded.
+BUDGET = "budget TFLOPs"
+#: Recorded FLOPs over the budget, in percent: how close a run came to ``trainer.budget_flops``.
+BUDGET_SHARE = "% of budget"
+#: Every cost column in the order the leaderboard shows them: the budget after the FLOPs recorded.
+COST_COLUMNS = [
+    name
+    for column in COSTS.values()
+    for name in ((column, BUDGET, BUDGET_SHARE) if column == "train TFLOPs" else (column,))
+]
 
 
 @dataclass
@@ -104,6 +114,16 @@ class Group:
         return list(repetitions.values())
 
     @property
+    def clusters(self) -> list[list[Run]]:
+        """The finished runs by seed, ordered by seed then path: the unit of the significance test. Runs sharing a
+        seed, of one configuration or of several that a ``by`` row pools, are one cluster (their scores averaged):
+        a configuration trained at the same seed adds no independent repetition, and a copied run adds nothing."""
+        clusters: dict[str, list[Run]] = {}
+        for run in sorted(self.finished, key=run_order):
+            clusters.setdefault(str(run.seed), []).append(run)
+        return list(clusters.values())
+
+    @property
     def seeds(self) -> list[str]:
         """The distinct seeds of the finished runs, in order."""
         return list(dict.fromkeys(str(run.seed) for run in sorted(self.finished, key=run_order)))
@@ -156,6 +176,24 @@ def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, (int, float)) else None
+
+
+def budget_flops(run: Run) -> float | None:
+    """The FLOPs the run was to spend: its summary's budget as laid out, else its config's ``trainer.budget_flops``;
+    None for a run trained for epochs or minutes."""
+    laid_out = run.summary.get("budget")
+    amount = laid_out.get("flops") if isinstance(laid_out, dict) else None
+    amount = run.setting("trainer.budget_flops") if amount is None else amount
+    return float(amount) if isinstance(amount, (int, float)) and amount > 0 else None
+
+
+def budget_costs(run: Run) -> dict[str, float | None]:
+    """The run's budget in TFLOPs and the share of it its recorded FLOPs are (None where it has no budget)."""
+    budget, spent = budget_flops(run), _lookup(run.summary, ("compute", "flops"))
+    return {
+        BUDGET: None if budget is None else budget * COST_UNITS["train TFLOPs"],
+        BUDGET_SHARE: None if budget is None or spent is None else 100 * spent / budget,
+    }
 
 
 def cost(run: Run, path: tuple[str, ...], column: str) -> float | None:
@@ -313,6 +351,13 @@ def group_runs(runs: list[Run], by: list[str] | None = None) -> list[Group]:
                 stat := _over_seeds(
                     repetitions, lambda run, path=path, column=column: cost(run, path, column), column, left_out
                 )
+            )
+        }
+        group.costs |= {
+            column: stat
+            for column in (BUDGET, BUDGET_SHARE)
+            if (
+                stat := _over_seeds(repetitions, lambda run, column=column: budget_costs(run)[column], column, left_out)
             )
         }
         group.breakdowns = {

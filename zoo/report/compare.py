@@ -20,12 +20,13 @@ from pathlib import Path
 
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
-from zoo.report.aggregate import COSTS, Group, Stat, breakdown_keys, group_runs
+from zoo.report.aggregate import BUDGET, BUDGET_SHARE, COST_COLUMNS, Group, Stat, breakdown_keys, group_runs
 from zoo.report.columns import MAX_DIGITS, Cell, Column, View, decimals, mark_best, stat_column
 from zoo.report.frontier import frontier
 from zoo.report.importance import format_importance
 from zoo.report.runs import Run, RunsNotFound, check_settings, find_runs
 from zoo.report.stats import (
+    CALIBRATED_RATIO,
     CONFIDENCE,
     MAX_SEEDS,
     POWER,
@@ -44,14 +45,40 @@ from zoo.search.report import format_search, mark_tuned, search_families, search
 FORMATS = ("table", "markdown", "csv", "json")
 #: The formats read by a person, which a search's summary and the compute comparison come with.
 TEXT = ("table", "markdown")
-#: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted).
-TEST_FIELDS = ("difference", "ci_low", "ci_high", "p", "p_unadjusted", "method", "seeds_for_power")
+#: What each row carries of its test against the baseline in CSV and JSON (``p`` Holm-adjusted; a one-seed row
+#: has no p and no confidence interval, its interval over the test items in ``test_set_ci_*``).
+TEST_FIELDS = (
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_unadjusted",
+    "method",
+    "seeds_for_power",
+    "seeds_for_power_low",
+    "seeds_for_power_high",
+    "spread_ratio",
+    "test_set_ci_low",
+    "test_set_ci_high",
+    "caveat",
+)
 #: The Holm-adjusted p-value below which a row differs from the baseline (marked ``*``).
 SIGNIFICANCE = 0.05
-#: Marks a p-value that covers test-set sampling only (one seed on a side): never starred.
-ITEMS_ONLY_MARK = " †"
+#: The column of a one-seed row's interval, which covers test-set sampling only.
+TEST_SET_CI = "test-set CI, 1 seed"
+#: The false-positive rate measured at 2 seeds a side with spreads 10x apart (docs/guide/comparing.md).
+RATE_AT_10X = "8.5-9.7 %"
 #: Decimals of each cost column: measured, not scored, so at a fixed precision (one decimal for the others).
-COST_DECIMALS = {"params": 0, "frozen": 0, "tokens/s": 0, "train s": 0, "proc s": 0, "train TFLOPs": 2}
+COST_DECIMALS = {
+    "params": 0,
+    "frozen": 0,
+    "tokens/s": 0,
+    "train s": 0,
+    "proc s": 0,
+    "train TFLOPs": 2,
+    BUDGET: 2,
+    BUDGET_SHARE: 1,
+}
 #: The decimals of a score column, at least (more where its rows would read alike).
 SCORE_DECIMALS = 1
 
@@ -97,7 +124,7 @@ class Leaderboard:
             for name, entry in s.get("test", {}).items():
                 self.directions.setdefault(name, entry.get("higher_is_better", True))
         self.higher_is_better = self.directions.get(self.sort, True)
-        self.costs = [column for column in COSTS.values() if any(column in g.costs for g in self.groups)]
+        self.costs = [column for column in COST_COLUMNS if any(column in g.costs for g in self.groups)]
         found = {key for g in self.groups for key in g.breakdowns}
         #: The breakdowns' (breakdown, bucket, score) columns, in the order the tasks wrote them.
         self.breakdowns = [key for key in breakdown_keys([r for g in self.groups for r in g.finished]) if key in found]
@@ -111,15 +138,16 @@ class Leaderboard:
 
     def test_against(self, baseline: Group) -> None:
         """Each configuration's difference from ``baseline`` on the sorted metric, its confidence interval and
-        p-value; the p-values Holm-adjusted over the rows tested (Holm, 1979)."""
+        p-value, each seed one unit (:attr:`Group.clusters`); the p-values of the rows with a verdict (seeds on
+        both sides) Holm-adjusted over them (Holm, 1979)."""
         self.baseline = baseline
         scorer = scorer_for(self.sort, baseline.finished)
         self.comparisons = {
-            group.label: compare_to_baseline(scorer, baseline.repetitions, group.repetitions)
+            group.label: compare_to_baseline(scorer, baseline.clusters, group.clusters)
             for group in self.groups
             if group is not baseline
         }
-        tested = [c for c in self.comparisons.values() if c is not None]
+        tested = [c for c in self.comparisons.values() if c is not None and c.verdict]
         for comparison, p in zip(tested, holm([c.p_unadjusted for c in tested])):
             comparison.p = p
 
@@ -171,38 +199,50 @@ class Leaderboard:
 
     def _test_columns(self, digits: int) -> list[Column]:
         """Each row's difference from the baseline with its confidence interval (``+3.12 [-1.20, 7.40]``), its
-        Holm-adjusted p-value (`` *`` below :data:`SIGNIFICANCE`; `` †`` when it covers the test items only) and
-        the seeds a side that would find a difference this large with 80 % power."""
+        Holm-adjusted p-value (`` *`` below :data:`SIGNIFICANCE`) or why it has no verdict, the interval of a
+        one-seed row over the test items alone (a column of its own, shown where there is one) and the seeds a
+        side that would find a difference this large with 80 % power, over the confidence interval."""
         if not self.baseline:
             return []
-        differences, ps, needed = [], [], []
-        for group in self.groups:
-            c = self.comparisons.get(group.label)
-            if group is self.baseline:
-                differences.append(Cell("baseline", 0.0))
-                ps.append(Cell(""))
-                needed.append(Cell(""))
-            elif c is None:
-                differences.append(Cell(""))
-                ps.append(Cell(""))
-                needed.append(Cell(""))
-            else:
-                interval = f"[{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]"
-                differences.append(Cell(f"{c.difference:+,.{digits}f} {interval}", c.difference))
-                mark = ITEMS_ONLY_MARK if c.items_only else " *" * (c.p < SIGNIFICANCE)
-                ps.append(Cell(f"{p_text(c.p)}{mark}", c.p))
-                needed.append(Cell(self._seeds_needed(c), c.seeds_for_power))
-        return [
-            Column(f"Δ {self.sort} [{CONFIDENCE:.0%} CI]", differences),
-            Column("p", ps),
-            Column(f"seeds for {POWER:.0%}", needed),
+        found = [None if g is self.baseline else self.comparisons.get(g.label) for g in self.groups]
+        columns = [
+            Column(
+                f"Δ {self.sort} [{CONFIDENCE:.0%} CI]",
+                [self._difference_cell(g, c, digits) for g, c in zip(self.groups, found)],
+            ),
+            Column("p", [self._p_cell(c) for c in found]),
         ]
+        if any(c and c.items_only for c in found):
+            columns.append(Column(TEST_SET_CI, [self._test_set_cell(c, digits) for c in found]))
+        columns.append(
+            Column(f"seeds for {POWER:.0%}", [Cell(power_text(c), c.seeds_for_power) if c else Cell("") for c in found])
+        )
+        return columns
+
+    def _difference_cell(self, group: Group, c: Comparison | None, digits: int) -> Cell:
+        """``+3.12 [-1.20, 7.40]``; a one-seed row's difference alone (its interval is the test set's)."""
+        if group is self.baseline:
+            return Cell("baseline", 0.0)
+        if c is None:
+            return Cell("")
+        interval = "" if c.items_only else f" [{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]"
+        return Cell(f"{c.difference:+,.{digits}f}{interval}", c.difference)
 
     @staticmethod
-    def _seeds_needed(c: Comparison) -> str:
-        if c.seeds_for_power is None:
-            return ""
-        return f">{MAX_SEEDS}" if c.seeds_for_power > MAX_SEEDS else str(c.seeds_for_power)
+    def _p_cell(c: Comparison | None) -> Cell:
+        """``0.012 *``; what keeps a row from a verdict, after its p or instead of it (one seed)."""
+        if c is None:
+            return Cell("")
+        if c.items_only:
+            return Cell(c.caveat)
+        shown = f"{p_text(c.p)}{' *' * (c.p < SIGNIFICANCE)}"
+        return Cell(f"{shown}, {c.caveat}" if c.caveat else shown, c.p)
+
+    @staticmethod
+    def _test_set_cell(c: Comparison | None, digits: int) -> Cell:
+        if c is None or not c.items_only:
+            return Cell("")
+        return Cell(f"[{c.ci_low:,.{digits}f}, {c.ci_high:,.{digits}f}]", c.ci_low)
 
     @staticmethod
     def _n(group: Group) -> str:
@@ -217,7 +257,7 @@ class Leaderboard:
 
     def _significant(self, group: Group) -> bool:
         c = self.comparisons.get(group.label)
-        return c is not None and not c.items_only and c.p < SIGNIFICANCE
+        return c is not None and c.verdict and c.p < SIGNIFICANCE
 
     def view(self, short: bool = False) -> View:
         """The leaderboard as shown in the terminal, Markdown and HTML: the row's name less what every row shares,
@@ -258,9 +298,10 @@ class Leaderboard:
             lines.append(self.method())
         for g in self.groups:
             if len(g.configurations) > 1:
+                tested = "; tested with each seed once, its configurations' runs averaged" if self.baseline else ""
                 lines.append(
                     f"{g.label}: pools {len(g.configurations)} configurations; "
-                    "its ± is over configurations and seeds, not seeds alone"
+                    f"its ± is over configurations and seeds, not seeds alone{tested}"
                 )
             lines += [f"{g.label}: {note}" for note in (*g.shared_seeds, *g.left_out)]
         if self.skipped:
@@ -275,30 +316,41 @@ class Leaderboard:
         return draw(self.view(), self.footnote(), width)
 
     def method(self) -> str:
-        """How the rows were tested against the baseline, naming the rows of each method, and how to read the
-        seeds-for-power column."""
+        """How the rows were tested against the baseline, naming the rows of each method; what keeps a row from a
+        verdict; how to read the seeds-for-power column."""
         methods: dict[str, list[str]] = {}
         for label, c in self.comparisons.items():
-            methods.setdefault(c.method if c else "", []).append(label)
-        untested, tested = methods.pop("", []), sum(map(len, methods.values()))
+            methods.setdefault(c.method if c and c.verdict else "", []).append(label)
+        unjudged = [label for label, c in self.comparisons.items() if c and not c.verdict]
+        untested = [label for label in methods.pop("", []) if label not in unjudged]
+        tested = sum(map(len, methods.values()))
         used = "; ".join(m if len(methods) == 1 else f"{m} for {', '.join(labels)}" for m, labels in methods.items())
-        line = (
+        lines = [
             f"Δ {self.sort}: row - {self.baseline.label} ({self._seeds_of(self.baseline)}), mean over seeds with "
-            f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'} (seeds' variance + {SAMPLES} draws of "
-            f"the test items (Koehn, 2004), Student's t; docs/results.md shows its calibration), Holm-adjusted over "
-            f"{tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
-        )
-        if any(c and c.items_only for c in self.comparisons.values()):
-            line += (
-                f"\n{ITEMS_ONLY_MARK.strip()} one seed on a side: p covers test-set sampling only, not another "
-                "seed's training noise; train 2 or more seeds a side to test the configurations"
+            f"its {CONFIDENCE:.0%} CI; p two-sided: {used or 'no test'} (each seed once; seeds' variance + "
+            f"{SAMPLES} draws of the test items, Koehn, 2004; calibration: docs/guide/comparing.md), Holm-adjusted "
+            f"over {tested} row{'s' * (tested != 1)} (Holm, 1979); * p < {SIGNIFICANCE}"
+        ]
+        comparisons = [c for c in self.comparisons.values() if c]
+        if any(c.items_only for c in comparisons):
+            lines.append(
+                f"needs ≥ 2 seeds for a verdict: with one seed on a side its training noise is unknown; "
+                f"{TEST_SET_CI} covers test-set sampling only"
             )
-        if any(c and c.seeds_for_power for c in self.comparisons.values()):
-            line += (
-                f"\nseeds for {POWER:.0%}: seeds a side that would find a difference as large as the row's with "
-                f"{POWER:.0%} power at p < {SIGNIFICANCE}, from the seeds' and items' variance seen"
+        if any(not c.calibrated for c in comparisons):
+            lines.append(
+                f"spreads differ: at 2 seeds a side with seed spreads more than {CALIBRATED_RATIO:g}× apart no test "
+                f"holds its false-positive rate ({RATE_AT_10X} at 10×); add seeds"
             )
-        return line + (f"; not tested (no shared test items or item scores): {', '.join(untested)}" if untested else "")
+        if any(c.power_range for c in comparisons):
+            lines.append(
+                f"seeds for {POWER:.0%}: seeds a side that would find the row's difference with {POWER:.0%} power at "
+                f"p < {SIGNIFICANCE}, from the seeds' and items' variance seen, over the differences in its "
+                f"{CONFIDENCE:.0%} CI (>{MAX_SEEDS}: the CI holds 0)"
+            )
+        if untested:
+            lines.append(f"not tested (no shared test items or item scores): {', '.join(untested)}")
+        return "\n".join(lines)
 
     @staticmethod
     def _seeds_of(group: Group) -> str:
@@ -307,8 +359,7 @@ class Leaderboard:
         return f"{len(group.seeds)} seeds" + (f" of {configurations} configurations" if configurations > 1 else "")
 
     def _test_fields(self, group: Group) -> dict:
-        c = self.comparisons.get(group.label)
-        return {name: getattr(c, name) if c else None for name in TEST_FIELDS}
+        return test_fields(self.comparisons.get(group.label))
 
     def markdown(self) -> str:
         view = self.view()
@@ -379,6 +430,38 @@ class Leaderboard:
             },
             indent=2,
         )
+
+
+def power_text(c: Comparison) -> str:
+    """The seeds for 80 % power over the confidence interval: ``4–57``, ``>1000`` at both ends, empty untested."""
+    if c.power_range is None:
+        return ""
+    low, high = (f">{MAX_SEEDS}" if n > MAX_SEEDS else str(n) for n in c.power_range)
+    return low if low == high else f"{low}–{high}"
+
+
+def test_fields(c: Comparison | None) -> dict:
+    """What CSV and JSON carry of a row's test (:data:`TEST_FIELDS`): a one-seed row has no p and its interval
+    is the test set's."""
+    if c is None:
+        return dict.fromkeys(TEST_FIELDS)
+    one = c.items_only
+    low, high = c.power_range or (None, None)
+    return {
+        "difference": c.difference,
+        "ci_low": None if one else c.ci_low,
+        "ci_high": None if one else c.ci_high,
+        "p": None if one else c.p,
+        "p_unadjusted": None if one else c.p_unadjusted,
+        "method": c.method,
+        "seeds_for_power": c.seeds_for_power,
+        "seeds_for_power_low": low,
+        "seeds_for_power_high": high,
+        "spread_ratio": c.spread_ratio,
+        "test_set_ci_low": c.ci_low if one else None,
+        "test_set_ci_high": c.ci_high if one else None,
+        "caveat": c.caveat or None,
+    }
 
 
 def _test_conditions(run: Run) -> tuple[str, str]:

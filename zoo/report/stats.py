@@ -1,4 +1,4 @@
-"""Is a configuration's difference from a baseline more than noise? A t-test over seeds and test items.
+"""Is a configuration's difference from a baseline more than noise? A test over seeds and test items.
 
 A difference of mean scores over seeds varies for two reasons: training noise
 (another seed, another model) and test-set sampling (other items, other scores).
@@ -10,17 +10,29 @@ The test estimates both (:func:`two_level`):
   run was scored on the same items, less the part of it that is each run's own
   item noise (already inside the seeds' variance).
 
-The difference over its standard error is read against Student's t with the
-average of the Welch–Satterthwaite degrees of freedom (Welch, 1947; Satterthwaite,
-1946) and the pooled ``n_a + n_b - 2``: chosen by simulation of null comparisons
-(``benchmarks/calibration.py``, docs/results.md), where Welch–Satterthwaite alone
-rejects 2.3 % at 2 seeds a side and the pooled degrees of freedom too often when
-the two sides' seed spreads differ. Resampling 2-3 seeds with replacement (a
-hierarchical bootstrap) understates their spread and rejected 14-28 %.
+The seed is the unit: runs that share a seed (of one configuration, or of several
+pooled by ``zoo compare --by``) are averaged into one score before anything else.
+Which distribution the difference is read against depends on the seed counts, each
+choice the one that held its false-positive rate in a simulation of null comparisons
+over 2-10 seeds a side and seed spreads 1/10-10x apart (``benchmarks/calibration.py``,
+docs/guide/comparing.md):
 
-With one seed on a side the seeds' variance is unknown: the test is then over the
-test items only and says so. The p-values of the rows tested against one baseline
-are adjusted for their number (Holm, 1979).
+- Welch–Satterthwaite: Student's t with the Welch–Satterthwaite degrees of freedom of
+  the three terms (Welch, 1947; Satterthwaite, 1946), where both sides have 3 seeds or
+  more, and at equal counts;
+- 2 seeds a side: the same t, its degrees of freedom averaged with the pooled
+  ``n_b + n_s - 2`` (Welch–Satterthwaite alone rejected 2.6 %: its 1-2 degrees of
+  freedom understate);
+- 2 or 3 seeds against more: the Behrens–Fisher test (Fisher, 1935; the posterior under
+  Jeffreys' prior, Box & Tiao, 1973, §2.5), whose false-positive rate stays under 5 % at
+  any ratio of spreads (Robinson, 1976), where every t approximation reached 10-11 %
+  (2 v 5 and 2 v 10): a variance from 2 seeds has one degree of freedom and is near 0
+  often enough to make a difference look sure. It is conservative there (1-5 %).
+
+At 2 seeds a side with spreads more than 3x apart no test held its rate: the row says
+so. With one seed on a side the seeds' variance is unknown: the test is then over the
+test items only and gives no verdict. The p-values of the rows tested against one
+baseline are adjusted for their number (Holm, 1979).
 
 Everything random is drawn from a fixed seed over items sorted by id and runs
 sorted by seed and path, so the same runs give the same p-value in every process.
@@ -31,11 +43,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import stats as distributions
+from scipy.special import ndtr
 
 from zoo.registry import build, names
 from zoo.report.runs import Run
@@ -46,7 +60,15 @@ SEED = 12345
 CONFIDENCE = 0.95
 POWER = 0.8
 MAX_SEEDS = 1000  # the most seeds a side :func:`seeds_for_power` looks for
-TWO_LEVEL = "t-test over seeds and test items"
+QUADRATURE = 24  # Gauss–Legendre nodes per side of the Behrens–Fisher tail
+#: The seed spreads' ratio up to which every test was calibrated; beyond it, at 2 seeds a side, none was
+#: (docs/guide/comparing.md, "Calibration").
+CALIBRATED_RATIO = 3.0
+#: At most this many seeds on a side, against more on the other: the Behrens–Fisher test.
+FEW_SEEDS = 3
+TWO_A_SIDE = "t-test over seeds and test items (2 seeds a side)"
+WELCH = "Welch–Satterthwaite t-test over seeds and test items"
+BEHRENS_FISHER = "Behrens–Fisher test over seeds and test items"
 ITEMS_ONLY = "test items only (one seed on a side: its seed spread is unknown)"
 
 
@@ -54,8 +76,9 @@ ITEMS_ONLY = "test items only (one seed on a side: its seed spread is unknown)"
 class Comparison:
     """A configuration against the baseline on one metric: the difference (system - baseline) of the mean over
     seeds, its confidence interval, the two-sided p-value (``p``: Holm-adjusted when several rows were tested,
-    see :func:`holm`), how it was tested and how many seeds a side would find a difference this large with
-    80 % power (None with one seed on a side; ``MAX_SEEDS + 1``: more than that)."""
+    see :func:`holm`), how it was tested and, with seeds on both sides, how many seeds a side would find a
+    difference this large with 80 % power (``power_range``: over the interval's differences; ``MAX_SEEDS + 1``:
+    more than that), the ratio of the two sides' seed spreads and whether the test holds its rate at it."""
 
     difference: float
     ci_low: float
@@ -64,6 +87,9 @@ class Comparison:
     method: str
     seeds: tuple[int, int]  # baseline's, system's
     seeds_for_power: int | None = None
+    power_range: tuple[int, int] | None = None
+    spread_ratio: float | None = None
+    calibrated: bool = True
     p: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +99,26 @@ class Comparison:
     def items_only(self) -> bool:
         """Whether the p-value covers test-set sampling only (one seed on a side)."""
         return min(self.seeds) < 2
+
+    @property
+    def verdict(self) -> bool:
+        """Whether the test may call the difference more than noise: seeds on both sides (where the spreads are
+        beyond those it holds its rate at, the row says so, :attr:`caveat`)."""
+        return not self.items_only
+
+    @property
+    def caveat(self) -> str:
+        """Why the row has no verdict, in words ("" when it has one)."""
+        if self.items_only:
+            return "needs ≥ 2 seeds for a verdict"
+        if not self.calibrated:
+            return f"spreads differ {_times(self.spread_ratio)}: add seeds"
+        return ""
+
+
+def _times(ratio: float | None) -> str:
+    """``10×``; ``>100×`` for a spread against none."""
+    return ">100×" if ratio is None or ratio > 100 else f"{ratio:.0f}×"
 
 
 def read_items(run: Run) -> dict[str, dict]:
@@ -160,28 +206,122 @@ def replicates(
     return np.stack([np.mean([score(weights @ run, items) for run in runs], axis=0) for runs in seeds])
 
 
+def method_for(baseline_seeds: int, system_seeds: int) -> str:
+    """The test for these seed counts (module docstring): chosen by simulation, ``benchmarks/calibration.py``."""
+    fewer = min(baseline_seeds, system_seeds)
+    if fewer < 2:
+        return ITEMS_ONLY
+    if baseline_seeds == system_seeds == 2:
+        return TWO_A_SIDE
+    return BEHRENS_FISHER if fewer <= FEW_SEEDS and baseline_seeds != system_seeds else WELCH
+
+
+def _over(h: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """h / sd, where sd = 0 reads as an exact difference: infinitely far for h > 0, no distance for h = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sd > 0, h / np.where(sd > 0, sd, 1.0), np.where(h > 0, np.inf, 0.0))
+
+
+@cache
+def _chi2_nodes(df: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre nodes over the probabilities of chi² / df, and their weights: a side's variance is its
+    estimate over one of them. In probability the integrand is smooth where chi² itself has a pole at 0."""
+    probabilities, weights = np.polynomial.legendre.leggauss(QUADRATURE)
+    return distributions.chi2.ppf((probabilities + 1) / 2, df) / df, weights / 2
+
+
 @dataclass
 class Estimate:
-    """The difference of means (system - baseline), its variance and degrees of freedom, the seeds' variance
-    of one seed's score (pooled over the sides) and what the test items add to the difference's variance.
-    Arrays of any leading shape: :func:`two_level` tests many comparisons at once."""
+    """The difference of means (system - baseline), each side's seeds' variance of its mean (s²/n), what the test
+    items add to the difference's variance, the seed counts and the number of items. Arrays of any leading shape:
+    :func:`two_level` tests many comparisons at once."""
 
     difference: np.ndarray
-    variance: np.ndarray
-    df: np.ndarray
-    seed_variance: np.ndarray
+    seed_variances: tuple[np.ndarray, np.ndarray]
     item_variance: np.ndarray
+    counts: tuple[int, int]
+    items: int
+
+    @property
+    def method(self) -> str:
+        return method_for(*self.counts)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return self.seed_variances[0] + self.seed_variances[1] + self.item_variance
+
+    @property
+    def df(self) -> np.ndarray:
+        """Student's t degrees of freedom: the Welch–Satterthwaite combination of the seeds' and the items' terms
+        (the items' with items - 1); at 2 seeds a side averaged with the pooled seeds' n_b + n_s - 2."""
+        (v_b, v_s), (n_b, n_s) = self.seed_variances, self.counts
+        if self.method == ITEMS_ONLY:
+            return np.full_like(self.difference, self.items - 1.0)
+        item_share = self.item_variance**2 / (self.items - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no variance at all: any df, the difference is exact
+            welch = np.nan_to_num(self.variance**2 / (v_b**2 / (n_b - 1) + v_s**2 / (n_s - 1) + item_share), nan=np.inf)
+            pooled = np.nan_to_num(self.variance**2 / ((v_b + v_s) ** 2 / (n_b + n_s - 2) + item_share), nan=np.inf)
+        return (welch + pooled) / 2 if self.method == TWO_A_SIDE else welch
+
+    def tail(self, h: np.ndarray) -> np.ndarray:
+        """The chance that the difference lies ``h`` or more from its expectation, under the method's distribution."""
+        if self.method != BEHRENS_FISHER:
+            return 2 * distributions.t.sf(_over(h, np.sqrt(self.variance)), self.df)
+        return self._behrens_fisher_tail(np.asarray(h))
+
+    def _behrens_fisher_tail(self, h: np.ndarray) -> np.ndarray:
+        """Behrens–Fisher: each side's true variance is its estimate times df / chi²(df) (Jeffreys' prior), the
+        items' taken as known; the normal tail averaged over a grid of both sides' chi² quantiles."""
+        (v_b, v_s), (n_b, n_s) = self.seed_variances, self.counts
+        (u_b, w_b), (u_s, w_s) = _chi2_nodes(n_b - 1), _chi2_nodes(n_s - 1)
+        spread = v_b[..., None, None] / u_b[:, None] + v_s[..., None, None] / u_s + self.item_variance[..., None, None]
+        tails = 2 * ndtr(-_over(h[..., None, None], np.sqrt(spread)))
+        return (tails * w_b[:, None] * w_s).sum(axis=(-2, -1))
 
     def p(self) -> np.ndarray:
-        """Two-sided p-value of the difference against Student's t (1 for no difference, 0 for one without
-        variance)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.nan_to_num(np.abs(self.difference) / np.sqrt(self.variance), nan=0.0)
-        return 2 * distributions.t.sf(t, self.df)
+        """Two-sided p-value of the difference (1 for no difference, 0 for one without variance)."""
+        return self.tail(np.abs(self.difference))
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-        half = distributions.t.ppf(0.5 + confidence / 2, self.df) * np.sqrt(self.variance)
+        """The difference ± the distance its tail puts at 1 - ``confidence``."""
+        if self.method != BEHRENS_FISHER:
+            half = distributions.t.ppf(0.5 + confidence / 2, self.df) * np.sqrt(self.variance)
+        else:
+            half = self._bisect_tail(1 - confidence)
         return self.difference - half, self.difference + half
+
+    def _bisect_tail(self, level: float, steps: int = 60) -> np.ndarray:
+        """The distance at which the Behrens–Fisher tail falls to ``level``, by bisection."""
+        (v_b, v_s), (n_b, n_s) = self.seed_variances, self.counts
+        widest = v_b / _chi2_nodes(n_b - 1)[0][0] + v_s / _chi2_nodes(n_s - 1)[0][0] + self.item_variance
+        low, high = np.zeros_like(self.difference), 10 * np.sqrt(widest)
+        for _ in range(steps):
+            middle = (low + high) / 2
+            beyond = self._behrens_fisher_tail(middle) > level
+            low, high = np.where(beyond, middle, low), np.where(beyond, high, middle)
+        return high
+
+    @property
+    def seed_variance(self) -> np.ndarray:
+        """One seed's variance, pooled over the sides (what another seed would add)."""
+        (v_b, v_s), (n_b, n_s) = self.seed_variances, self.counts
+        if self.method == ITEMS_ONLY:
+            return np.zeros_like(self.difference)
+        return (v_b * n_b * (n_b - 1) + v_s * n_s * (n_s - 1)) / (n_b + n_s - 2)
+
+    @property
+    def spread_ratio(self) -> np.ndarray:
+        """The larger side's seed spread (standard deviation of one seed's score) over the smaller's; 1 for none."""
+        spreads = [v * n for v, n in zip(self.seed_variances, self.counts)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.sqrt(np.maximum(*spreads) / np.minimum(*spreads))
+        return np.nan_to_num(ratio, nan=1.0)
+
+    @property
+    def calibrated(self) -> np.ndarray:
+        """False where the simulation found no test holding its rate: 2 seeds a side, spreads more than
+        :data:`CALIBRATED_RATIO` apart."""
+        return ~((self.method == TWO_A_SIDE) & (self.spread_ratio > CALIBRATED_RATIO))
 
 
 def _own_item_noise(side: np.ndarray) -> np.ndarray:
@@ -197,48 +337,43 @@ def two_level(baseline: np.ndarray, system: np.ndarray, items: int) -> Estimate:
     the same ``items`` test items.
 
     Variance = s_b²/n_b + s_s²/n_s (the seeds, each side's own) + what the draws of test items add beyond the
-    runs' own item noise (never below 0). Degrees of freedom: the Welch–Satterthwaite combination of the three
-    terms (the items' with items - 1), averaged with the pooled seeds' n_b + n_s - 2 plus the same item share.
-    With one seed on a side, the variance over draws alone, with items - 1 degrees of freedom.
+    runs' own item noise (never below 0). With one seed on a side, the variance over draws alone.
     """
-    n_b, n_s = baseline.shape[-2], system.shape[-2]
+    counts = (baseline.shape[-2], system.shape[-2])
     difference = system[..., 0].mean(axis=-1) - baseline[..., 0].mean(axis=-1)
     over_draws = (system[..., 1:].mean(axis=-2) - baseline[..., 1:].mean(axis=-2)).var(axis=-1, ddof=1)
-    if min(n_b, n_s) < 2:
+    if min(counts) < 2:
         nothing = np.zeros_like(difference)
-        return Estimate(difference, over_draws, np.full_like(difference, items - 1.0), nothing, over_draws)
-    v_b = baseline[..., 0].var(axis=-1, ddof=1) / n_b
-    v_s = system[..., 0].var(axis=-1, ddof=1) / n_s
+        return Estimate(difference, (nothing, nothing), over_draws, counts, items)
+    seeds = tuple(side[..., 0].var(axis=-1, ddof=1) / n for side, n in zip((baseline, system), counts))
     extra = np.maximum(0.0, over_draws - _own_item_noise(baseline) - _own_item_noise(system))
-    variance = v_b + v_s + extra
-    item_share = extra**2 / (items - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):  # no variance at all: any df, the difference is exact
-        welch = np.nan_to_num(variance**2 / (v_b**2 / (n_b - 1) + v_s**2 / (n_s - 1) + item_share), nan=np.inf)
-        pooled = np.nan_to_num(variance**2 / ((v_b + v_s) ** 2 / (n_b + n_s - 2) + item_share), nan=np.inf)
-    seed_variance = (v_b * n_b * (n_b - 1) + v_s * n_s * (n_s - 1)) / (n_b + n_s - 2)
-    return Estimate(difference, variance, (welch + pooled) / 2, seed_variance, extra)
+    return Estimate(difference, seeds, extra, counts, items)
 
 
-def seeds_for_power(estimate: Estimate, power: float = POWER, alpha: float = 0.05) -> int:
-    """How many seeds a side a two-sided test at ``alpha`` needs to find the estimate's difference with
-    ``power``, given its seeds' and items' variances (Student's noncentral t; ``MAX_SEEDS + 1``: more)."""
-    effect = abs(float(estimate.difference))
-    for n in range(2, MAX_SEEDS + 1):
-        se = np.sqrt(2 * float(estimate.seed_variance) / n + float(estimate.item_variance))
-        if se == 0:
-            return n
-        df = 2 * n - 2
-        critical = distributions.t.ppf(1 - alpha / 2, df)
-        ncp = effect / se
-        if distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power:
-            return n
-    return MAX_SEEDS + 1
+def seeds_for_power(
+    effect: float, seed_variance: float, item_variance: float, power: float = POWER, alpha: float = 0.05
+) -> int:
+    """How many seeds a side a two-sided t-test at ``alpha`` needs to find a difference of ``effect`` with
+    ``power``, given one seed's variance and the items' (Student's noncentral t; ``MAX_SEEDS + 1``: more)."""
+    n = np.arange(2, MAX_SEEDS + 1)
+    df = 2 * n - 2
+    critical = distributions.t.ppf(1 - alpha / 2, df)
+    ncp = _over(np.full(n.shape, abs(effect)), np.sqrt(2 * seed_variance / n + item_variance))
+    found = distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power
+    return int(n[found.argmax()]) if found.any() else MAX_SEEDS + 1
+
+
+def power_range(estimate: Estimate, low: float, high: float) -> tuple[int, int]:
+    """Seeds a side for 80 % power over the differences in [``low``, ``high``] (the confidence interval): from the
+    end farthest from 0 to the nearest (``MAX_SEEDS + 1``, more than that, when the interval holds 0)."""
+    variances = float(estimate.seed_variance), float(estimate.item_variance)
+    near = 0.0 if low <= 0 <= high else min(abs(low), abs(high))
+    return seeds_for_power(max(abs(low), abs(high)), *variances), seeds_for_power(near, *variances)
 
 
 def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[list[Run]]) -> Comparison | None:
-    """Test ``system`` against ``baseline``, each given as repetitions (the runs of one configuration and seed;
-    see :attr:`zoo.report.aggregate.Group.repetitions`), on the test items every run has; None when they share
-    none."""
+    """Test ``system`` against ``baseline``, each given as seeds (the runs of one seed, averaged: see
+    :attr:`zoo.report.aggregate.Group.clusters`), on the test items every run has; None when they share none."""
     sides = [
         [[run for run in runs if scorer.item_stats(run) is not None] for runs in side] for side in (baseline, system)
     ]
@@ -257,20 +392,21 @@ def compare_to_baseline(scorer: Scorer, baseline: list[list[Run]], system: list[
         )
         for side in sides
     ]
-    estimate = two_level(aligned[0], aligned[1], len(ids))
-    low, high = estimate.interval()
-    seeds = (len(aligned[0]), len(aligned[1]))
-    comparison = Comparison(
-        float(estimate.difference),
-        float(low),
-        float(high),
-        float(estimate.p()),
-        ITEMS_ONLY if min(seeds) < 2 else TWO_LEVEL,
-        seeds,
-    )
-    if not comparison.items_only:
-        comparison.seeds_for_power = seeds_for_power(estimate)
-    return comparison
+    return comparison_of(two_level(aligned[0], aligned[1], len(ids)))
+
+
+def comparison_of(estimate: Estimate) -> Comparison:
+    """What a row shows of one test: with seeds on both sides, also the seeds for power and the spreads' ratio."""
+    low, high = (float(end) for end in estimate.interval())
+    found = Comparison(float(estimate.difference), low, high, float(estimate.p()), estimate.method, estimate.counts)
+    if not found.items_only:
+        found.seeds_for_power = seeds_for_power(
+            found.difference, float(estimate.seed_variance), float(estimate.item_variance)
+        )
+        found.power_range = power_range(estimate, low, high)
+        found.spread_ratio = float(estimate.spread_ratio)
+        found.calibrated = bool(estimate.calibrated)
+    return found
 
 
 def p_text(p: float) -> str:
