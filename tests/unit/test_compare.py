@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import shutil
 from itertools import product
 
 import numpy as np
@@ -435,3 +436,67 @@ def test_a_report_replaces_only_a_page_zoo_wrote(tmp_path):
     assert "an older report" not in page.read_text()
     (tmp_path / "mine.html").write_text("<!DOCTYPE html><title>my notes</title>")
     assert not written_by_zoo(tmp_path / "mine.html")
+
+
+def _seeded_run(folder, encoder: str, seed: int, key: str, config: dict) -> None:
+    """A run whose hypotheses drop the last words of a seed-dependent third of the references."""
+    cut = 2 if encoder == "lstm" else 1
+    hypotheses = [" ".join(s.split()[:-cut]) if (k + seed) % 3 else s for k, s in enumerate(SENTENCES)]
+    write(folder, {**summary(encoder, {"bleu": 20.0 + seed}, seed=seed), "config_key": key}, config)
+    write_items(folder, hypotheses)
+
+
+def test_a_configuration_copied_under_by_adds_no_seed_and_leaves_p_alone(tmp_path):
+    """``--by encoder`` pools configurations; runs of two configurations at one seed are one unit of the test, so a
+    run copied as a second configuration (its seed, its outputs) leaves p where it was: counted as repetitions, it
+    had lowered p (0.237 to 0.204 in the issue)."""
+    for seed in (1, 2, 3):
+        for encoder, dropout in (("lstm", 0.1), ("gru", 0.1)):
+            config = {"encoder": {"name": encoder}, "dropout": dropout, "seed": seed}
+            _seeded_run(tmp_path / "alone" / f"{encoder}{seed}", encoder, seed, f"{encoder}-{dropout}", config)
+    shutil.copytree(tmp_path / "alone", tmp_path / "copied")
+    for seed in (1, 2, 3):
+        config = {"encoder": {"name": "gru"}, "dropout": 0.2, "seed": seed}
+        _seeded_run(tmp_path / "copied" / f"gru-again{seed}", "gru", seed, "gru-0.2", config)
+    rows = {
+        name: next(
+            r
+            for r in json.loads(compare([tmp_path / name], by=["encoder"], baseline="encoder=lstm", fmt="json"))[0][
+                "rows"
+            ]
+            if r["configuration"] == "encoder=gru"
+        )
+        for name in ("alone", "copied")
+    }
+    assert rows["copied"]["configurations"] == 2 and rows["alone"]["configurations"] == 1
+    assert rows["copied"]["p"] == rows["alone"]["p"] and 0 < rows["alone"]["p"] < 1
+    assert rows["copied"]["ci_low"] == rows["alone"]["ci_low"] and rows["copied"]["seeds_for_power"] is not None
+    board = Leaderboard(find_runs([tmp_path / "copied"]), by=["encoder"])
+    assert [len(cluster) for cluster in board.find("encoder=gru")[0].clusters] == [2, 2, 2]
+    board.test_against(board.find("encoder=lstm")[0])
+    assert "tested with each seed once, its configurations' runs averaged" in board.footnote()
+
+
+def test_the_budget_and_its_share_stand_beside_the_flops_recorded(tmp_path):
+    """A run's budget from its summary (as laid out), else from its config's ``trainer.budget_flops``."""
+    for k, (encoder, spent) in enumerate((("gru", 1.81e11), ("transformer", 2.08e11))):
+        record = {**summary(encoder, {"bleu": 20.0 + k}), "compute": {"flops": spent}}
+        if encoder == "gru":
+            record["budget"] = {"flops": 2e11, "steps": 40}
+        config = {"encoder": {"name": encoder}, "trainer": {"budget_flops": 2e11}, "seed": 1}
+        write(tmp_path / encoder, record, config)
+    write(tmp_path / "epochs", {**summary("lstm", {"bleu": 10.0}), "compute": {"flops": 1e11}})
+    board = Leaderboard(find_runs([tmp_path]), by=["encoder"])
+    view = board.view()
+    columns = {column.name: [cell.text for cell in column.cells] for column in view.columns}
+    assert view.header.index("budget TFLOPs") == view.header.index("train TFLOPs") + 1
+    rows = {name: k for k, name in enumerate(columns["configuration"])}
+    gru, transformer, lstm = rows["encoder=gru"], rows["encoder=transformer"], rows["encoder=lstm"]
+    assert [columns["train TFLOPs"][gru], columns["budget TFLOPs"][gru], columns["% of budget"][gru]] == [
+        "0.18",
+        "0.20",
+        "90.5",
+    ]
+    assert columns["% of budget"][transformer] == "104.0" and columns["budget TFLOPs"][lstm] == ""
+    gru_row = next(r for r in json.loads(board.json())["rows"] if r["configuration"] == "encoder=gru")
+    assert gru_row["costs"]["% of budget"]["mean"] == pytest.approx(90.5)
