@@ -23,7 +23,7 @@ from cost_vs_length import state_bytes  # noqa: E402
 from speed.common import composed_config, cpu_model, token_model  # noqa: E402
 
 HYBRID = ["decoder.cross_every=1", "decoder.self_attention_every=2", "attention=scaled_dot"]
-ENCODER_DECODER = ["decoder.prefix=false", "decoder.cross_every=1", "attention=scaled_dot"]
+ENCODER_DECODER = ["decoder.prefix=none", "decoder.cross_every=1", "attention=scaled_dot"]
 #: label: (decoder, overrides): each decoder family in each layout it has.
 LAYOUTS = {
     "GRU + attention": ("rnn", []),

@@ -46,7 +46,7 @@ def test_attention_layers_go_after_the_blocks_asked_for(fields, self_after, cros
         ({"cross_at": (3,)}, r"cross_at=\[3\] names blocks \[3\], but the stack has 2"),
         ({"cross_at": (1,), "cross_every": 1}, "set one of them"),
         ({"heads": 4, "kv_heads": 3}, "kv_heads=3"),
-        ({"prefix": False}, "prefix=false with no cross-attention layer reads nothing of the source"),
+        ({"prefix": "none"}, "prefix=none with no cross-attention layer reads nothing of the source"),
     ],
 )
 def test_a_placement_that_cannot_be_built_is_one_config_error(fields, message):
@@ -72,3 +72,19 @@ def test_a_hybrid_caches_keys_for_self_attention_and_the_projected_memory_once(f
         assert cache["attention"][0]["self"] == {}  # no self-attention after block 1
         assert cache["attention"][1]["cross"]["k"] is memory_keys
         assert attn.shape == (2, 5) and torch.allclose(attn.sum(-1), torch.ones(2))
+
+
+@pytest.mark.parametrize("family", ["s4d", "mamba"])
+def test_a_reversed_prefix_is_the_forward_prefix_of_the_source_reversed_within_its_length(family):
+    torch.manual_seed(0)
+    cfg = {"name": family, "d_model": 8, "layers": 2}
+    forward = registry.build("decoder", {**cfg, "prefix": "forward"}, vocab_size=V, memory_dim=MEMORY_DIM).eval()
+    backward = registry.build("decoder", {**cfg, "prefix": "reversed"}, vocab_size=V, memory_dim=MEMORY_DIM).eval()
+    backward.load_state_dict(forward.state_dict())
+    memory, mask = torch.randn(2, 5, MEMORY_DIM), torch.tensor([[True] * 5, [True, True, True, False, False]])
+    flipped = torch.stack([memory[0].flip(0), torch.cat([memory[1, :3].flip(0), memory[1, 3:]])])
+    y = torch.full((2, 4), BOS)
+    with torch.no_grad():
+        ours = backward(y, EncoderOutput(memory, mask, torch.zeros(2, 1))).logits
+        theirs = forward(y, EncoderOutput(flipped, mask, torch.zeros(2, 1))).logits
+    assert torch.allclose(ours, theirs, atol=1e-6)

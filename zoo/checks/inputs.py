@@ -48,7 +48,8 @@ LAYOUTS = {
     "mla": {"kv_latent_dim": 8},
     "parameter-free": {"self_attention_projections": False},
     # a recurrent decoder's attention layers (zoo.nn.hybrid): cross-attention in place of the prefix, and a hybrid
-    "encoder-decoder": {"prefix": False, "cross_every": 1},
+    "encoder-decoder": {"prefix": "none", "cross_every": 1},
+    "reversed prefix": {"prefix": "reversed"},
     "hybrid": {"cross_every": 2, "self_attention_every": 1},
 }
 #: Key/value layouts, which shape attention layers only where there are some: a recurrent decoder is checked in

@@ -1,10 +1,11 @@
 """State-space decoders: ``s4d`` (Gu et al., 2022) and ``mamba`` (Gu & Dao, 2023), which generate from a state of
 constant size, in every layout a comparison of state-space translators needs (Pitorro et al., WMT 2024):
 
-* **decoder-only** (``prefix: true``, no attention layers, the default): the stack reads the encoder memory as a
-  prefix of the target, so everything the target learns of the source passes through the state, as in a
-  decoder-only language model given the source before its output;
-* **encoder-decoder** (``prefix: false``, ``cross_every: 1``): the target alone runs through the blocks, and a
+* **decoder-only** (``prefix: forward``, no attention layers, the default): the stack reads the encoder memory as
+  a prefix of the target, so everything the target learns of the source passes through the state, as in a
+  decoder-only language model given the source before its output (``prefix: reversed``: its last word first, so
+  the source's beginning is read last, nearest the target's beginning, as Sutskever et al., 2014, fed an LSTM);
+* **encoder-decoder** (``prefix: none``, ``cross_every: 1``): the target alone runs through the blocks, and a
   softmax cross-attention layer after each reads the memory, as a Transformer decoder's does;
 * **hybrid** (cross-attention after some blocks, a causal self-attention layer after some, with or without the
   prefix): Jamba's interleaving (Lieber et al., 2024); Pitorro et al.'s Mamba-MHA.
@@ -24,7 +25,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.api import PAD, ConfigError, Decoder, DecoderOutput, EncoderOutput, build, multiple_of, register
+from zoo.api import (
+    PAD,
+    Choice,
+    ConfigError,
+    Decoder,
+    DecoderOutput,
+    EncoderOutput,
+    build,
+    multiple_of,
+    one_of,
+    register,
+)
 from zoo.api.layers import (
     AttentionLayers,
     HybridLayout,
@@ -33,7 +45,16 @@ from zoo.api.layers import (
     SSMStack,
     TargetEmbedding,
     padding_first,
+    reverse_padded,
 )
+
+
+class Prefix(Choice):
+    """How a state-space decoder reads the encoder memory into its state before the target."""
+
+    forward = "forward"  # in the source's order
+    reversed = "reversed"  # last word first: the source's beginning is read nearest the target's
+    none = "none"  # not at all: the source only through cross-attention layers
 
 
 @dataclass
@@ -42,17 +63,19 @@ class SSMDecoderLayout(HybridLayout):
 
     d_model: int | None = None  # width of the residual stream; null: the encoder's output width
     tie_embeddings: bool = True  # the output projection shares the target embedding matrix
-    prefix: bool = True  # read the encoder memory as a prefix into the state (false: only through cross-attention)
+    # the encoder memory as a prefix read into the state: forward | reversed | none (only through cross-attention)
+    prefix: Prefix = Prefix.forward
 
     def __post_init__(self) -> None:
         super().__post_init__()  # the blocks' layout's checks
         self.check_hybrid(self.layers)
+        one_of(self, "prefix", Prefix)
         if self.attends and self.d_model is not None:
             multiple_of(self, "d_model", "heads", "choose attention heads that divide d_model")
-        if not self.prefix and not (self.cross_every or self.cross_at):
+        if self.prefix == Prefix.none and not (self.cross_every or self.cross_at):
             raise ConfigError(
-                "prefix=false with no cross-attention layer reads nothing of the source; "
-                "set cross_every=1 (an encoder-decoder) or prefix=true (decoder-only)"
+                "prefix=none with no cross-attention layer reads nothing of the source; "
+                "set cross_every=1 (an encoder-decoder) or prefix=forward (decoder-only)"
             )
 
 
@@ -105,7 +128,8 @@ class SSMDecoder(Decoder):
                 f"posenc '{posenc['name']}' acts inside attention scores, which a state-space decoder's blocks do "
                 "not form; use posenc=none (the recurrence knows the order), sinusoidal or learned"
             )
-        self.memory_proj = nn.Linear(memory_dim, d) if cfg.prefix else None
+        self.prefix = cfg.prefix
+        self.memory_proj = nn.Linear(memory_dim, d) if cfg.prefix != Prefix.none else None
         self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
         nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))
         with torch.no_grad():
@@ -123,7 +147,10 @@ class SSMDecoder(Decoder):
         if self.memory_proj is None:
             batch = enc.memory.shape[0]
             return enc.memory.new_zeros(batch, 0, self.target.embedding.embedding_dim), enc.mask[:, :0]
-        return padding_first(self.dropout(self.memory_proj(enc.memory)), enc.mask)
+        memory = self.dropout(self.memory_proj(enc.memory))
+        if self.prefix == Prefix.reversed:
+            memory = reverse_padded(memory, enc.mask)
+        return padding_first(memory, enc.mask)
 
     def _embed(self, y: torch.Tensor, offset: int) -> torch.Tensor:
         """Token ids (B, T) at positions offset.. -> stack input (B, T, d_model)."""
