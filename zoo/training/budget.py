@@ -29,12 +29,14 @@ from zoo.training.compute import COMPUTE_FILE, COUNTED_BATCHES, BatchShape, Cost
 @dataclass(frozen=True)
 class Layout:
     """A FLOP budget as Lightning's limits: ``steps`` optimiser steps, validated every ``validate_every`` steps and
-    at the last; ``flops`` is what those steps are charged."""
+    at the last, whose batch keeps its first ``last_rows`` rows (all where None); ``flops`` is what they are
+    charged."""
 
     budget: float
     steps: int
     validate_every: int
     flops: float
+    last_rows: int | None = None
 
 
 def epoch_batches(data, epoch: int) -> Iterator[dict]:
@@ -57,30 +59,48 @@ def fit_run_cost(module: torch.nn.Module, data, k: int = COUNTED_BATCHES) -> Cos
     return CostModel.fit(list(zip((shapes[i] for i in sorted(chosen)), counts)))
 
 
-def step_charges(cost: CostModel, data, world: int) -> Iterator[float]:
-    """The FLOPs of every optimiser step of the run, epoch after epoch: ``world`` processes each take one batch a
-    step, and an epoch's last batches that not every process would get are left out (as training leaves them)."""
+def run_steps(cost: CostModel, data, world: int) -> Iterator[tuple[float, dict | None]]:
+    """Every optimiser step of the run, epoch after epoch, as its FLOPs and (in a single process) its batch:
+    ``world`` processes each take one batch a step, and an epoch's last batches that not every process would get
+    are left out (as training leaves them)."""
     for epoch in range(10**9):
-        charges = [cost.flops(BatchShape.of(batch)) for batch in epoch_batches(data, epoch)]
-        usable = len(charges) // world * world
-        for first in range(0, usable, world):
-            yield sum(charges[first : first + world])
+        batches = list(epoch_batches(data, epoch))
+        charges = [cost.flops(BatchShape.of(batch)) for batch in batches]
+        for first in range(0, len(batches) // world * world, world):
+            yield sum(charges[first : first + world]), batches[first] if world == 1 else None
 
 
-def lay_out(budget: float, validations: int, charges: Iterable[float]) -> Layout:
-    """The steps whose total charge is nearest ``budget`` (at least one a validation)."""
-    spent, steps = 0.0, 0
-    for charge in charges:
-        if steps >= validations and spent + charge / 2 > budget:
+def head(batch: dict, rows: int) -> dict:
+    """The first ``rows`` rows of a batch."""
+    return {key: value[:rows] for key, value in batch.items()}
+
+
+def rows_to_spend(cost: CostModel, batch: dict, remainder: float) -> int:
+    """How many of ``batch``'s first rows cost nearest ``remainder`` FLOPs (0: none)."""
+    charges = [0.0, *(cost.flops(BatchShape.of(head(batch, rows))) for rows in range(1, len(batch["index"]) + 1))]
+    return min(range(len(charges)), key=lambda rows: abs(charges[rows] - remainder))
+
+
+def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tuple[float, dict | None]]) -> Layout:
+    """The steps that spend ``budget`` (at least one a validation): whole steps while they fit, then as many rows of
+    the next batch as come nearest the rest (in a single process; else the whole step where that is nearer)."""
+    spent, taken, last_rows = 0.0, 0, None
+    for charge, batch in steps:
+        if taken >= validations and spent + charge > budget:
+            rows = rows_to_spend(cost, batch, budget - spent) if batch is not None else round((budget - spent) / charge)
+            if rows:
+                last_rows = rows if batch is not None and rows < len(batch["index"]) else None
+                spent += cost.flops(BatchShape.of(head(batch, rows))) if last_rows else charge
+                taken += 1
             break
-        spent, steps = spent + charge, steps + 1
-    return Layout(budget, steps, math.ceil(steps / validations), spent)
+        spent, taken = spent + charge, taken + 1
+    return Layout(budget, taken, math.ceil(taken / validations), spent, last_rows)
 
 
 def budget_layout(trainer_cfg, cost: CostModel, data) -> Layout:
     """``trainer.budget_flops`` laid out over this run's batches."""
-    charges = step_charges(cost, data, processes(trainer_cfg))
-    return lay_out(trainer_cfg.budget_flops, trainer_cfg.budget_validations, charges)
+    steps = run_steps(cost, data, processes(trainer_cfg))
+    return lay_out(trainer_cfg.budget_flops, trainer_cfg.budget_validations, cost, steps)
 
 
 def write_compute_file(run_dir: Path, cost: CostModel, layout: Layout | None) -> None:
@@ -93,12 +113,16 @@ def read_layout(saved: dict) -> tuple[CostModel, Layout | None]:
     return CostModel.from_dict(saved["cost_model"]), Layout(**saved["budget"]) if saved["budget"] else None
 
 
-class LastStepValidates(Callback):
-    """Asks Lightning to stop after the budget's last step, which makes it validate there (Lightning validates when
-    a run is asked to stop), however many steps the last segment has."""
+class BudgetSteps(Callback):
+    """Trims the last step's batch to the layout's ``last_rows``, then asks Lightning to stop, which makes it
+    validate there (Lightning validates when a run is asked to stop), however many steps the last segment has."""
 
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
+    def __init__(self, steps: int, last_rows: int | None) -> None:
+        self.steps, self.last_rows = steps, last_rows
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if self.last_rows and trainer.global_step == self.steps - 1:
+            batch.update(head(batch, self.last_rows))
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         if trainer.global_step >= self.steps:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg
 import torch
 from lightning.pytorch.callbacks import Callback
 
@@ -112,12 +113,15 @@ class CostModel:
 
 
 def spread(shapes: list[BatchShape], k: int) -> list[int]:
-    """The indices of ``k`` batches spread evenly over ``shapes`` ordered by source then target length (all of
-    them where there are no more than ``k``)."""
-    order = sorted(range(len(shapes)), key=lambda i: (shapes[i].source, shapes[i].target, shapes[i].rows))
-    if len(order) <= k:
-        return order
-    return [order[round(j * (len(order) - 1) / (k - 1))] for j in range(k)]
+    """The indices of ``k`` batches whose terms differ most (QR with column pivoting over the scaled terms: each
+    next batch is the one least explained by those chosen before), so the fit sees every way the epoch's shapes
+    vary (a source longer than its target, many short rows, few long ones); all of them where there are no more."""
+    if len(shapes) <= k:
+        return list(range(len(shapes)))
+    terms = np.stack([shape.terms() for shape in shapes])
+    terms = terms / np.maximum(np.abs(terms).max(axis=0), 1.0)
+    _, _, pivots = scipy.linalg.qr(terms.T, mode="economic", pivoting=True)
+    return sorted(pivots[:k].tolist())
 
 
 @contextmanager

@@ -6,6 +6,8 @@
   zero), the GPU's flash, memory-efficient and cuDNN kernels (torch's table), and the math backend, whose batched
   products are counted as products. A grouped convolution's backward pass is counted per group (torch's formula
   charges a depthwise one's weight gradient channels times over).
+- **Fused recurrent layers**: oneDNN's LSTM layer (which torch runs for some batches and not for others) as the
+  same layer counts step by step: its products, and 13 FLOPs a hidden unit for its cell; backward twice forward.
 - **Fast Fourier transforms** (S4D's long convolution): 5 n log2 n real FLOPs for a complex transform of length n,
   half that for a real one (Cooley & Tukey, 1965; the convention of FFTW's benchmarks).
 - **Element-wise work** (activations, gates, norms, softmax, losses, reductions, dropout, a scan's recurrence): one
@@ -96,6 +98,25 @@ def _attention_backward(grad_out_shape, query_shape, key_shape, value_shape, *ar
     return products + _scores(query_shape, key_shape)
 
 
+#: FLOPs per token and hidden unit of an LSTM cell's element-wise work, as the rule counts its PyTorch form: the
+#: gates' sum (4), their activations (4), the cell's update (3) and the output (2).
+LSTM_CELL_ELEMENT_WISE = 13
+
+
+def _lstm_layer(input_shape, w_ih_shape, w_hh_shape, *args, out_shape=None, **kwargs) -> int:
+    """oneDNN's fused LSTM layer (one direction), which torch runs for an unpacked or evenly packed batch: per token
+    the two products of the gates (input and hidden) and the cell's element-wise work, as the same layer counts
+    when torch runs it step by step (for a packed batch of uneven lengths)."""
+    tokens, hidden = math.prod(input_shape[:-1]), w_hh_shape[1]
+    return tokens * (2 * w_ih_shape[0] * (w_ih_shape[1] + hidden) + LSTM_CELL_ELEMENT_WISE * hidden)
+
+
+def _lstm_layer_backward(input_shape, w_ih_shape, w_hh_shape, *args, out_shape=None, **kwargs) -> int:
+    """Its backward pass: twice the forward (the gradients of the inputs and of the weights, each a product the
+    size of the forward's; the gates' derivatives)."""
+    return 2 * _lstm_layer(input_shape, w_ih_shape, w_hh_shape)
+
+
 def _scan_states(decay_shape, *args, out_shape=None, **kwargs) -> int:
     """recurrence.states in C: per state element the product u_t B_t and the step decay_t h_{t-1} + it, as its
     PyTorch form is counted (a product tensor, then one addcmul a step)."""
@@ -133,6 +154,8 @@ FORMULAS = {
     aten._fft_c2r: shape_wrapper(_fft_flops(real=True, length_from_output=True)),
     aten._fft_c2c: shape_wrapper(_fft_flops(real=False)),
     aten.convolution_backward: shape_wrapper(_conv_backward_flops),
+    aten.mkldnn_rnn_layer: shape_wrapper(_lstm_layer),
+    aten.mkldnn_rnn_layer_backward: shape_wrapper(_lstm_layer_backward),
     recurrence.scan_states: shape_wrapper(_scan_states),
     recurrence.scan_adjoints: shape_wrapper(_scan_adjoints),
 }

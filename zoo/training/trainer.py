@@ -27,7 +27,7 @@ from zoo.run.record import RunRecord
 from zoo.run.resume import Resume
 from zoo.run.tracking import wandb_run_id
 from zoo.training.budget import (
-    LastStepValidates,
+    BudgetSteps,
     Layout,
     budget_layout,
     fit_run_cost,
@@ -106,7 +106,7 @@ def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: 
     if resume.tests_only:
         options["max_steps"] = resume.step
     stopping = (
-        [LastStepValidates(options["max_steps"])]
+        [BudgetSteps(options["max_steps"], layout.last_rows if layout else None)]
         if budgeted  # a budget is spent whole: the schedule ends there, and the last step validates
         else [EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False)]
     )

@@ -1,0 +1,86 @@
+"""How close a FLOP budget lands: each family's layout against an exact count of every batch it lays out.
+
+For each family and task, the run's cost model is fitted (zoo.training.budget.fit_run_cost: 16 batches of the
+first epoch counted exactly) and ``trainer.budget_flops`` laid out over the run's own batches, as ``zoo train``
+does before training; then every batch of the laid-out steps is counted exactly by the same rule
+(zoo.training.flops) on a fresh copy of the model. FLOPs do not depend on the weights, so no training is needed:
+``charged / budget`` is what the run records against its budget, ``exact / budget`` what it really spends.
+
+    python benchmarks/flop_budget.py [--budget 2e11] [--tasks translation listops] [--families gru lstm ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from helpers.config import composed  # noqa: E402
+
+from zoo.data.datamodule import ZooDataModule  # noqa: E402
+from zoo.training.budget import budget_layout, epoch_batches, fit_run_cost  # noqa: E402
+from zoo.training.compute import count_flops  # noqa: E402
+from zoo.training.module import ZooModule  # noqa: E402
+
+#: The overrides of each family on each task: its recipe on the built-in translation data, its encoder at its
+#: defaults under experiment=listops's classifier (GLA: the linear Transformer with the GLA gate).
+TASKS = {
+    "translation": {f: [f"model={f}"] for f in ("gru", "lstm", "transformer", "mamba", "s4d", "gla")},
+    "listops": {
+        **{f: ["experiment=listops", f"encoder={f}"] for f in ("gru", "lstm", "transformer", "mamba", "s4d")},
+        "gla": ["experiment=listops", "encoder=linear_transformer", "encoder.gate=gla"],
+    },
+}
+
+
+def run_batches(data, steps: int):
+    """The first ``steps`` training batches of the run, epoch after epoch."""
+    epochs = (epoch_batches(data, epoch) for epoch in itertools.count())
+    return itertools.islice(itertools.chain.from_iterable(epochs), steps)
+
+
+def measure(overrides: list[str], budget: float, folder: Path) -> dict:
+    cfg = composed(*overrides, f"trainer.budget_flops={budget}")
+    data = ZooDataModule(cfg, folder)
+    data.setup()
+    torch.manual_seed(0)
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
+    started = time.perf_counter()
+    cost = fit_run_cost(module, data)
+    layout = budget_layout(cfg.trainer, cost, data)
+    laid_out = time.perf_counter() - started
+    exact = sum(count_flops(module, list(run_batches(data, layout.steps))))
+    return {"steps": layout.steps, "charged": layout.flops / budget, "exact": exact / budget, "seconds": laid_out}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=2e11)
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
+    parser.add_argument("--families", nargs="+", default=list(TASKS["translation"]))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(f"budget {args.budget:g} FLOPs, torch {torch.__version__}")
+    print("| task | family | steps | charged / budget | exact / budget | layout s |")
+    print("|---|---|---|---|---|---|")
+    for task, family in itertools.product(args.tasks, args.families):
+        with tempfile.TemporaryDirectory() as folder:
+            row = measure(TASKS[task][family], args.budget, Path(folder))
+        print(
+            f"| {task} | {family} | {row['steps']} | {row['charged']:.4f} | {row['exact']:.4f} | {row['seconds']:.0f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
