@@ -26,8 +26,8 @@ def run(args: list[str], description: str) -> None:
     parser.add_argument(
         "--baseline",
         help="a configuration (its name in the table) to test every other against: "
-        "difference, 95%% CI and Holm-adjusted p-value of the sorted metric "
-        "(a t-test over seeds and test items) and the seeds a side for 80%% power",
+        "difference, 95%% CI and Holm-adjusted p-value of the sorted metric (a test over seeds and test "
+        "items, each seed once, chosen by the seed counts) and the seeds a side for 80%% power",
     )
     parser.add_argument(
         "--digits",

@@ -18,16 +18,18 @@ over 2-10 seeds a side and seed spreads 1/10-10x apart (``benchmarks/calibration
 docs/guide/comparing.md):
 
 - Welch–Satterthwaite: Student's t with the Welch–Satterthwaite degrees of freedom of
-  the three terms (Welch, 1947; Satterthwaite, 1946), where both sides have 3 seeds or
-  more, and at equal counts;
+  the three terms (Welch, 1947; Satterthwaite, 1946), at equal counts of 3 or more
+  and where both sides have 4 seeds or more;
 - 2 seeds a side: the same t, its degrees of freedom averaged with the pooled
   ``n_b + n_s - 2`` (Welch–Satterthwaite alone rejected 2.6 %: its 1-2 degrees of
   freedom understate);
-- 2 or 3 seeds against more: the Behrens–Fisher test (Fisher, 1935; the posterior under
-  Jeffreys' prior, Box & Tiao, 1973, §2.5), whose false-positive rate stays under 5 % at
-  any ratio of spreads (Robinson, 1976), where every t approximation reached 10-11 %
-  (2 v 5 and 2 v 10): a variance from 2 seeds has one degree of freedom and is near 0
-  often enough to make a difference look sure. It is conservative there (1-5 %).
+- 2 or 3 seeds against more: the Behrens–Fisher test (Fisher, 1935; the posterior
+  under Jeffreys' prior, Box & Tiao, 1973, §2.5), known to be conservative (Fisher,
+  1939; Robinson, 1976): its rate stayed under 5 % at every ratio of spreads simulated.
+  Welch–Satterthwaite reached 10-11 % at
+  2 v 5 and 2 v 10 and 7 % at 3 v 10 where the smaller side is the noisier: a variance
+  from 2-3 seeds is near 0 often enough to make a difference look sure. The price: the
+  test is conservative there (0.6-4.5 %), and seeds added to the larger side buy little.
 
 At 2 seeds a side with spreads more than 3x apart no test held its rate: the row says
 so. With one seed on a side the seeds' variance is unknown: the test is then over the
