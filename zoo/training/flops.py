@@ -15,7 +15,9 @@
   (``fvcore.nn.jit_handles.elementwise_flop_counter``) and DeepSpeed's FLOPs profiler (``numel`` of the output for
   activations and element-wise arithmetic) count it. Operations that only move, copy, index, reshape or create
   values (:data:`MOVES`, views) cost nothing. A fused attention kernel's softmax is counted the same way, one FLOP
-  per score forward and one backward, so the fused and math backends agree to their few extra element-wise passes.
+  per score forward and one backward, and its backward pass as the math backend's four products (not the scores
+  the fused kernels recompute), so the fused and math backends agree to the math backend's few extra element-wise
+  passes (scaling, masking: 3 % at a head width of 32).
 - **Mamba's selective scan in C** (:mod:`zoo.nn.recurrence`, called as the operators ``zoo::scan_states`` and
   ``zoo::scan_adjoints``): what its PyTorch form is counted by the rule above, so the count does not depend on
   whether the machine compiled the loop.
@@ -34,7 +36,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import (
     conv_flop_count,
     flop_registry,
-    sdpa_backward_flop_count,
     sdpa_flop_count,
     shape_wrapper,
 )
@@ -93,9 +94,10 @@ def _attention(query_shape, key_shape, value_shape, *args, out_shape=None, **kwa
 
 
 def _attention_backward(grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
-    """A fused attention kernel's backward pass: its four products and its softmax's gradient (one FLOP a score)."""
-    products = sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
-    return products + _scores(query_shape, key_shape)
+    """A fused attention kernel's backward pass: the four products of the gradients (twice the forward's, as the
+    math backend runs them: the fused kernels' recomputation of the scores is an implementation's choice, not
+    counted, so that every backend counts the same) and its softmax's gradient (one FLOP a score)."""
+    return 2 * sdpa_flop_count(query_shape, key_shape, value_shape) + _scores(query_shape, key_shape)
 
 
 #: FLOPs per token and hidden unit of an LSTM cell's element-wise work, as the rule counts its PyTorch form: the
