@@ -21,15 +21,15 @@ docs/guide/comparing.md):
   the three terms (Welch, 1947; Satterthwaite, 1946), at equal counts of 3 or more
   and where both sides have 4 seeds or more;
 - 2 seeds a side: the same t, its degrees of freedom averaged with the pooled
-  ``n_b + n_s - 2`` (Welch–Satterthwaite alone rejected 2.6 %: its 1-2 degrees of
+  ``n_b + n_s - 2`` (Welch–Satterthwaite alone rejected 2.8 %: its 1-2 degrees of
   freedom understate);
 - 2 or 3 seeds against more: the Behrens–Fisher test (Fisher, 1935; the posterior
   under Jeffreys' prior, Box & Tiao, 1973, §2.5), known to be conservative (Fisher,
-  1939; Robinson, 1976): its rate stayed under 5 % at every ratio of spreads simulated.
-  Welch–Satterthwaite reached 10-11 % at
-  2 v 5 and 2 v 10 and 7 % at 3 v 10 where the smaller side is the noisier: a variance
-  from 2-3 seeds is near 0 often enough to make a difference look sure. The price: the
-  test is conservative there (0.6-4.5 %), and seeds added to the larger side buy little.
+  1939; Robinson, 1976): its rate stayed at or under 5.0 % at every ratio of spreads
+  simulated. Welch–Satterthwaite reached 9-12 % at 2 v 5 and 2 v 10, 7.6 % at 2 v 3 and
+  6.9 % at 3 v 10 where the smaller side is the noisier: a variance from 2-3 seeds is
+  near 0 often enough to make a difference look sure. The price: the test is
+  conservative there (0.5-4.4 %), and seeds added to the larger side alone buy little.
 
 At 2 seeds a side with spreads more than 3x apart no test held its rate: the row says
 so. With one seed on a side the seeds' variance is unknown: the test is then over the
