@@ -23,6 +23,7 @@ from zoo.report.stats import (
     compare_to_baseline,
     holm,
     scorer_for,
+    seeds_for_power,
     two_level,
 )
 
@@ -104,6 +105,12 @@ def test_seeds_for_power_is_an_interval_over_the_differences_the_ci_holds(tmp_pa
     unsure = sweep(tmp_path / "again", {"lstm": (56.0, 57.9, 60.3), "gru": (60.3, 62.3, 64.2)})
     row = unsure.comparisons["encoder=gru"]
     assert row.ci_low < 0 and row.power_range[1] == MAX_SEEDS + 1 and row.power_range[0] <= row.seeds_for_power
+
+
+def test_seeds_for_power_at_its_edges():
+    """A difference without variance is found at 2 seeds, none at all never; a larger one takes fewer seeds."""
+    assert seeds_for_power(1.0, 0.0, 0.0) == 2 and seeds_for_power(0.0, 1.0, 0.0) == MAX_SEEDS + 1
+    assert seeds_for_power(2.0, 1.0, 0.0) < seeds_for_power(1.0, 1.0, 0.0) < seeds_for_power(1.0, 1.0, 0.05)
 
 
 def test_a_one_seed_row_has_no_p_and_says_it_needs_two_seeds(tmp_path):

@@ -361,7 +361,9 @@ def seeds_for_power(
     df = 2 * n - 2
     critical = distributions.t.ppf(1 - alpha / 2, df)
     ncp = _over(np.full(n.shape, abs(effect)), np.sqrt(2 * seed_variance / n + item_variance))
-    found = distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power
+    exact = np.isinf(ncp)  # a difference without variance: any test finds it
+    ncp = np.where(exact, 0.0, ncp)
+    found = exact | (distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power)
     return int(n[found.argmax()]) if found.any() else MAX_SEEDS + 1
 
 
