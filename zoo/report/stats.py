@@ -110,7 +110,8 @@ class Comparison:
 
     @property
     def caveat(self) -> str:
-        """Why the row has no verdict, in words ("" when it has one)."""
+        """What the row's verdict lacks, in words: a second seed, or seeds enough to trust spreads this far apart
+        ("" for neither)."""
         if self.items_only:
             return "needs ≥ 2 seeds for a verdict"
         if not self.calibrated:
@@ -273,7 +274,7 @@ class Estimate:
 
     def _behrens_fisher_tail(self, h: np.ndarray) -> np.ndarray:
         """Behrens–Fisher: each side's true variance is its estimate times df / chi²(df) (Jeffreys' prior), the
-        items' taken as known; the normal tail averaged over a grid of both sides' chi² quantiles."""
+        items' taken as known; the normal tail integrated over both sides' chi² (:func:`_chi2_nodes`)."""
         (v_b, v_s), (n_b, n_s) = self.seed_variances, self.counts
         (u_b, w_b), (u_s, w_s) = _chi2_nodes(n_b - 1), _chi2_nodes(n_s - 1)
         spread = v_b[..., None, None] / u_b[:, None] + v_s[..., None, None] / u_s + self.item_variance[..., None, None]
