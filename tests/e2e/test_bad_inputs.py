@@ -128,6 +128,8 @@ CASES = [
     Case("config", [*TRAIN, "monitor=nosuch"], "nosuch"),
     Case("config", [*ANY_ENCODER, "encoder=transformer", "encoder.d_model=30", "encoder.heads=4"], "heads"),
     Case("config", [*ANY_ENCODER, "encoder=transformer", "encoder.heads=0"], "heads"),
+    Case("config", [*ANY_ENCODER, "model=mamba", "decoder.cross_every=5"], "places no layer in a stack of 2 blocks"),
+    Case("config", [*ANY_ENCODER, "model=s4d", "decoder.prefix=none"], "reads nothing of the source"),
     Case("config", [*TRAIN, "frontend=patches"], "frontend"),
     Case("config", [*ANY_ENCODER, "task=captioning", "frontend=features"], "task.features"),
     Case("config", [*TRAIN, "dataset=scenes"], "dataset"),
