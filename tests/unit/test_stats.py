@@ -11,7 +11,7 @@ from helpers import fork_zoo
 from helpers.run_files import SENTENCES, summary, write, write_items
 from scipy import stats
 
-from zoo.report.compare import Leaderboard, compare
+from zoo.report.compare import Leaderboard, compare, comparison_fields
 from zoo.report.runs import find_runs
 from zoo.report.stats import (
     BEHRENS_FISHER,
@@ -21,6 +21,7 @@ from zoo.report.stats import (
     WELCH,
     Estimate,
     compare_to_baseline,
+    comparison_of,
     holm,
     scorer_for,
     seeds_for_power,
@@ -144,6 +145,9 @@ def test_two_seeds_a_side_with_spreads_far_apart_say_so_in_the_row_and_under_the
     assert row.method == TWO_A_SIDE and row.spread_ratio == pytest.approx(20.0, rel=0.05) and not row.calibrated
     assert row.caveat == "spreads differ 20×: add seeds" and row.caveat in board.table(width=250)
     assert "no test holds its false-positive rate" in board.footnote()
+    still = comparison_of(Estimate(np.array(6.0), (np.array(0.0), np.array(4.0)), np.array(0.0), (2, 2), 100))
+    assert still.spread_ratio is None and still.caveat == "spreads differ >100×: add seeds"  # one side has none
+    assert "Infinity" not in json.dumps(comparison_fields(still))
 
 
 def test_the_test_is_symmetric_in_its_sides():

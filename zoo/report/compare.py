@@ -359,7 +359,7 @@ class Leaderboard:
         return f"{len(group.seeds)} seeds" + (f" of {configurations} configurations" if configurations > 1 else "")
 
     def _test_fields(self, group: Group) -> dict:
-        return test_fields(self.comparisons.get(group.label))
+        return comparison_fields(self.comparisons.get(group.label))
 
     def markdown(self) -> str:
         view = self.view()
@@ -440,7 +440,7 @@ def power_text(c: Comparison) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def test_fields(c: Comparison | None) -> dict:
+def comparison_fields(c: Comparison | None) -> dict:
     """What CSV and JSON carry of a row's test (:data:`TEST_FIELDS`): a one-seed row has no p and its interval
     is the test set's."""
     if c is None:

@@ -90,7 +90,7 @@ class Comparison:
     seeds: tuple[int, int]  # baseline's, system's
     seeds_for_power: int | None = None
     power_range: tuple[int, int] | None = None
-    spread_ratio: float | None = None
+    spread_ratio: float | None = None  # None: one side has no spread
     calibrated: bool = True
     p: float = field(init=False)
 
@@ -318,7 +318,7 @@ class Estimate:
         spreads = [v * n for v, n in zip(self.seed_variances, self.counts)]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.sqrt(np.maximum(*spreads) / np.minimum(*spreads))
-        return np.nan_to_num(ratio, nan=1.0)
+        return np.where(np.isnan(ratio), 1.0, ratio)
 
     @property
     def calibrated(self) -> np.ndarray:
@@ -409,7 +409,8 @@ def comparison_of(estimate: Estimate) -> Comparison:
             found.difference, float(estimate.seed_variance), float(estimate.item_variance)
         )
         found.power_range = power_range(estimate, low, high)
-        found.spread_ratio = float(estimate.spread_ratio)
+        ratio = float(estimate.spread_ratio)
+        found.spread_ratio = ratio if np.isfinite(ratio) else None  # a side without spread: JSON has no inf
         found.calibrated = bool(estimate.calibrated)
     return found
 
