@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.config import composed  # noqa: E402
 
 from zoo.data.datamodule import ZooDataModule  # noqa: E402
-from zoo.training.budget import budget_layout, epoch_batches, fit_run_cost  # noqa: E402
+from zoo.training.budget import budget_layout, epoch_batches, fit_run_cost, head  # noqa: E402
 from zoo.training.compute import count_flops  # noqa: E402
 from zoo.training.module import ZooModule  # noqa: E402
 
@@ -42,10 +42,13 @@ TASKS = {
 }
 
 
-def run_batches(data, steps: int):
-    """The first ``steps`` training batches of the run, epoch after epoch."""
+def run_batches(data, layout) -> list[dict]:
+    """The run's training batches, epoch after epoch, the last trimmed as the layout trims it."""
     epochs = (epoch_batches(data, epoch) for epoch in itertools.count())
-    return itertools.islice(itertools.chain.from_iterable(epochs), steps)
+    batches = list(itertools.islice(itertools.chain.from_iterable(epochs), layout.steps))
+    if layout.last_rows:
+        batches[-1] = head(batches[-1], layout.last_rows)
+    return batches
 
 
 def measure(overrides: list[str], budget: float, folder: Path) -> dict:
@@ -59,7 +62,7 @@ def measure(overrides: list[str], budget: float, folder: Path) -> dict:
     cost = fit_run_cost(module, data)
     layout = budget_layout(cfg.trainer, cost, data)
     laid_out = time.perf_counter() - started
-    exact = sum(count_flops(module, list(run_batches(data, layout.steps))))
+    exact = sum(count_flops(module, run_batches(data, layout)))
     return {"steps": layout.steps, "charged": layout.flops / budget, "exact": exact / budget, "seconds": laid_out}
 
 
@@ -76,10 +79,8 @@ def main() -> None:
     for task, family in itertools.product(args.tasks, args.families):
         with tempfile.TemporaryDirectory() as folder:
             row = measure(TASKS[task][family], args.budget, Path(folder))
-        print(
-            f"| {task} | {family} | {row['steps']} | {row['charged']:.4f} | {row['exact']:.4f} | {row['seconds']:.0f} |",
-            flush=True,
-        )
+        ratios = f"{row['charged']:.4f} | {row['exact']:.4f}"
+        print(f"| {task} | {family} | {row['steps']} | {ratios} | {row['seconds']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
