@@ -2,25 +2,30 @@
 
 Runs trained to a budget (``trainer.budget_flops`` or ``budget_minutes``; :mod:`zoo.training.compute`) are placed
 by family (the ``model`` recipe, else the encoder) and budget; each point is the mean over seeds of the test
-score and of the FLOPs the runs recorded, with the seeds' standard deviation. At each budget the families are
-ranked by mean score, the leader tested against the runner-up with ``zoo compare``'s test
-(:mod:`zoo.report.stats`); a family that overtakes another between two budgets is named, with how sure that
-is. Scaling studies ask exactly this (Kaplan et al., 2020; Tay et al., 2022).
+score, with the seeds' standard deviation, and the mean of the FLOPs the runs recorded. As in ``zoo compare``, the
+seed is the unit (:attr:`zoo.report.aggregate.Group.clusters`): runs that share a seed, reruns or configurations a
+family pools, are averaged into one score, so a copied run changes nothing. At each budget the families are
+ranked by mean score, the leader tested against the runner-up with ``zoo compare``'s test (:mod:`zoo.report.stats`:
+chosen by the seed counts; no verdict from one seed); a family that overtakes another between two budgets is
+named, with how sure that is. Scaling studies ask exactly this (Kaplan et al., 2020; Tay et al., 2022).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from functools import cached_property
 
-from zoo.report.aggregate import Stat, run_order
+from zoo.report.aggregate import Group, Stat, run_order
 from zoo.report.runs import Run
-from zoo.report.stats import Comparison, Scorer, compare_to_baseline, p_text, scorer_for
+from zoo.report.stats import CALIBRATED_RATIO, Comparison, Scorer, compare_to_baseline, p_text, scorer_for
 
 #: The p-value below which a lead or an overtaking is called more than noise.
 SIGNIFICANCE = 0.05
+#: Why an overtaking has no test: the two families share no scored test item.
+NO_ITEMS = "no shared test items"
 
 
 #: A budget as the run record states it: its unit (``flops`` or ``minutes``) and amount.
@@ -34,13 +39,34 @@ def spoken(spend: Budget) -> str:
 
 @dataclass
 class Point:
-    """One family at one budget: its seeds' runs, mean test score and mean recorded FLOPs."""
+    """One family at one budget: its runs (a :class:`Group`, by seed), the mean test score over seeds and the mean
+    recorded FLOPs."""
 
     family: str
     budget: Budget
-    runs: list[Run]
+    group: Group
     score: Stat
     flops: float
+
+    @property
+    def runs(self) -> list[Run]:
+        return self.group.runs
+
+    @property
+    def seeds(self) -> list[list[Run]]:
+        """The runs by seed: the unit of the mean, its ± and the test."""
+        return self.group.clusters
+
+    @property
+    def note(self) -> str:
+        """What the table says under it of a point whose runs are not one per seed: how many runs, configurations
+        and seeds it averages ("" where each run is a seed of its own)."""
+        runs, seeds, pooled = len(self.runs), len(self.seeds), len(self.group.configurations)
+        if runs == seeds and pooled == 1:
+            return ""
+        of = f" of {pooled} configurations" if pooled > 1 else ""
+        at = f"{seeds} seed{'s' * (seeds > 1)}"
+        return f"{self.family} at {spoken(self.budget)}: {runs} runs{of} at {at}, each seed's runs averaged"
 
 
 def family(run: Run) -> str:
@@ -63,19 +89,15 @@ def points(runs: list[Run], metric: str) -> list[Point]:
         score = run.score(metric)
         if run.status == "finished" and budget(run) is not None and score is not None and math.isfinite(score):
             cells.setdefault((family(run), budget(run)), []).append(run)
-    found = []
-    for (name, spend), members in sorted(cells.items()):
-        flops = [run.summary.get("compute", {}).get("flops") for run in members]
-        found.append(
-            Point(
-                name,
-                spend,
-                members,
-                Stat.of([run.score(metric) for run in members]),
-                statistics.fmean(f for f in flops if f) if any(flops) else float("nan"),
-            )
-        )
-    return found
+    return [point(name, spend, members, metric) for (name, spend), members in sorted(cells.items())]
+
+
+def point(name: str, spend: Budget, runs: list[Run], metric: str) -> Point:
+    """One family's runs at one budget: the score a mean over seeds, each seed's runs averaged first."""
+    group = Group(name, runs)
+    score = Stat.of([statistics.fmean(run.score(metric) for run in seed) for seed in group.clusters])
+    flops = [run.summary.get("compute", {}).get("flops") for run in runs]
+    return Point(name, spend, group, score, statistics.fmean(f for f in flops if f) if any(flops) else float("nan"))
 
 
 @dataclass
@@ -85,6 +107,8 @@ class Frontier:
     metric: str
     higher_is_better: bool
     points: list[Point]
+    #: The tests made so far, by (budget, better, worse): the table, its overtakings and its notes ask for the same.
+    tested: dict[tuple[Budget, str, str], Comparison | None] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def budgets(self) -> list[Budget]:
@@ -104,9 +128,13 @@ class Frontier:
         return scorer_for(self.metric, self.points[0].runs)
 
     def test(self, spend: Budget, better: str, worse: str) -> Comparison | None:
-        """``better`` against ``worse`` at ``spend`` (the baseline: ``worse``), each seed one repetition."""
-        cells = {p.family: p for p in self.points if p.budget == spend}
-        return compare_to_baseline(self.scorer, [[r] for r in cells[worse].runs], [[r] for r in cells[better].runs])
+        """``better`` against ``worse`` at ``spend`` (the baseline: ``worse``), each seed one unit (its runs
+        averaged); made once, as each test draws the test items a thousand times."""
+        key = (spend, better, worse)
+        if key not in self.tested:
+            cells = {p.family: p for p in self.points if p.budget == spend}
+            self.tested[key] = compare_to_baseline(self.scorer, cells[worse].seeds, cells[better].seeds)
+        return self.tested[key]
 
     def lead(self, spend: Budget) -> Comparison | None:
         """The leader at ``spend`` against the runner-up."""
@@ -130,21 +158,26 @@ class Frontier:
         return found
 
     def changes(self) -> list[str]:
-        """The overtakings that are more than noise at the larger budget, each with its difference and p-value,
-        then how many others are within noise (a reordering of scores that differ by chance names no winner)."""
-        named, noise = [], 0
+        """The overtakings that are more than noise at the larger budget, each with its difference and p-value, then
+        how many others are within noise (a reordering of scores that differ by chance names no winner) and how
+        many have no verdict, and why (one seed on a side)."""
+        named, noise, unjudged = [], 0, Counter()
         for low, high, a, b, c in self.overtakings():
-            if c is None or not sure(c):
+            if c is not None and sure(c):
+                margin = ", ".join(filter(None, (f"{c.difference:+.1f}", f"p {_equals(c.p)}", c.caveat)))
+                named.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({margin})")
+            elif c is not None and c.verdict:
                 noise += 1
-                continue
-            margin = f"{c.difference:+.1f}, p {_equals(c.p)}"
-            named.append(f"from {spoken(low)} to {spoken(high)} {a} overtakes {b} ({margin})")
+            else:
+                unjudged[NO_ITEMS if c is None else c.caveat] += 1
         if noise:
-            named.append(f"{noise} other change{'s' * (noise > 1)} of order within noise (p >= {SIGNIFICANCE})")
+            named.append(f"{_others(noise)} within noise (p >= {SIGNIFICANCE})")
+        named += [f"{_others(count)} with no verdict ({why})" for why, count in unjudged.items()]
         return named
 
     def table(self) -> str:
-        """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is."""
+        """Budgets as rows, families as columns (mean ± std over seeds), the leader and how sure it is; under it how
+        it was tested, what keeps a test from a verdict, the points that average several runs a seed."""
         header = ["budget", *self.families, "leader", "p vs next"]
         rows = []
         for spend in self.budgets:
@@ -154,25 +187,71 @@ class Frontier:
                 for f in self.families
             ]
             ranked, lead = self.ranking(spend), self.lead(spend)
-            p = "" if lead is None else p_text(lead.p) + (" †" if lead.items_only else " *" * sure(lead))
-            leader = ranked[0].family if lead is None or sure(lead) else f"{ranked[0].family} (within noise)"
-            rows.append([spoken(spend), *shown, leader, p])
+            rows.append([spoken(spend), *shown, leader_text(ranked[0].family, lead), p_cell(lead)])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
         changes = self.changes()
-        lines.append(
-            f"test {self.metric} against training compute (mean ± std over seeds); p: the leader against the next "
-            "family, t-test over seeds and test items, * p < 0.05"
-        )
+        lines += self.footnotes()
         lines.append("ranking changes: " + "; ".join(changes) if changes else "the ranking is the same at every budget")
-
         return "\n".join(lines)
+
+    def footnotes(self) -> list[str]:
+        """How to read the table: what a point is, how each lead was tested, the lines ``zoo compare`` writes under
+        its table for a test without a verdict or with spreads beyond calibration, and each point's seeds."""
+        leads = [self.lead(spend) for spend in self.budgets]
+        overtakings = [test for *_, test in self.overtakings()]
+        tests = [c for c in leads + overtakings if c is not None]
+        methods = list(dict.fromkeys(c.method for c in tests if c.verdict))
+        line = f"test {self.metric} against training compute (mean ± std over seeds, each seed's runs averaged)"
+        if methods:
+            line += (
+                f"; p: the leader against the next family, two-sided, each seed once: {'; '.join(methods)} "
+                f"(docs/guide/comparing.md); * p < {SIGNIFICANCE}"
+            )
+        lines = [line]
+        if any(c.items_only for c in tests):
+            lines.append("needs ≥ 2 seeds for a verdict: with one seed on a side its training noise is unknown")
+        if any(not c.calibrated for c in tests):
+            lines.append(beyond_calibration())
+        return lines + [p.note for p in self.points if p.note]
+
+
+def beyond_calibration() -> str:
+    """``zoo compare``'s line under a table with a row whose spreads are beyond those the test was calibrated at."""
+    from zoo.report.compare import RATE_AT_10X  # compare imports this module as it loads
+
+    return (
+        f"spreads differ: at 2 seeds a side with seed spreads more than {CALIBRATED_RATIO:g}× apart no test "
+        f"holds its false-positive rate ({RATE_AT_10X} at 10×); add seeds"
+    )
+
+
+def leader_text(name: str, lead: Comparison | None) -> str:
+    """The leader, ``(within noise)`` where its test says no more, ``(no verdict)`` where it cannot say."""
+    if lead is None or sure(lead):
+        return name
+    return f"{name} (within noise)" if lead.verdict else f"{name} (no verdict)"
+
+
+def p_cell(lead: Comparison | None) -> str:
+    """``0.012 *``, as ``zoo compare``'s p column: what keeps the lead from a verdict after its p (spreads beyond
+    calibration) or instead of it (one seed: no p)."""
+    if lead is None:
+        return ""
+    if not lead.verdict:
+        return lead.caveat
+    shown = p_text(lead.p) + " *" * (lead.p < SIGNIFICANCE)
+    return f"{shown}, {lead.caveat}" if lead.caveat else shown
 
 
 def sure(c: Comparison) -> bool:
     """Whether a test says more than noise: p below :data:`SIGNIFICANCE`, with the seeds' spread in it."""
-    return not c.items_only and c.p < SIGNIFICANCE
+    return c.verdict and c.p < SIGNIFICANCE
+
+
+def _others(count: int) -> str:
+    return f"{count} other change{'s' * (count > 1)} of order"
 
 
 def _equals(p: float) -> str:
