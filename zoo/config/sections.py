@@ -109,8 +109,9 @@ class TrainerConfig:
     average_last: int = 0
     # The same with the N best validations by the monitored metric instead of the last N. 0: off; not with average_last.
     average_best: int = 0
-    # Training compute as the budget (zoo.training.compute): train for this many FLOPs (counted on the first
-    # batches) instead of max_epochs, the learning-rate schedule laid out to end there, no early stopping. null: off.
+    # Training compute as the budget (zoo.training.budget): train for this many FLOPs (every batch charged from its
+    # shape, zoo.training.flops's rule) instead of max_epochs, the learning-rate schedule laid out to end there, no
+    # early stopping. null: off.
     budget_flops: float | None = None
     # The same in minutes of training (steps timed on this machine before training; validation not counted).
     budget_minutes: float | None = None
