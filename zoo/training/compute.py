@@ -147,14 +147,6 @@ def count_flops(module: torch.nn.Module, batches: list[dict]) -> list[float]:
     return counts
 
 
-def fit_cost_model(module: torch.nn.Module, batches: list[dict], k: int = COUNTED_BATCHES) -> CostModel:
-    """The cost model of ``module`` from ``k`` of an epoch's ``batches``, spread over their shapes."""
-    shapes = [BatchShape.of(batch) for batch in batches]
-    chosen = spread(shapes, k)
-    counts = count_flops(module, [batches[i] for i in chosen])
-    return CostModel.fit([(shapes[i], count) for i, count in zip(chosen, counts)])
-
-
 def read_compute_file(run_dir: Path) -> dict | None:
     path = run_dir / COMPUTE_FILE
     return json.loads(path.read_text()) if path.exists() else None
