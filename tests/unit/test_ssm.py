@@ -264,8 +264,12 @@ def test_decoder_ignores_padded_memory(family):
 def test_decoder_state_has_one_size_whatever_the_lengths(family):
     model, y = decoder(family), targets()
 
-    def shapes(cache: dict) -> list:
-        return [tuple(t.shape) for state in cache["layers"] for t in (state if isinstance(state, tuple) else (state,))]
+    def shapes(cache) -> list:
+        """The shape of every tensor anywhere in the cache (states, attention caches, masks)."""
+        if isinstance(cache, torch.Tensor):
+            return [tuple(cache.shape)]
+        parts = cache.values() if isinstance(cache, dict) else cache if isinstance(cache, (list, tuple)) else []
+        return [shape for part in parts for shape in shapes(part)]
 
     short, long = model.init_cache(memory(3)), model.init_cache(memory(40))
     assert shapes(short) == shapes(long)

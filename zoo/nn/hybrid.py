@@ -136,6 +136,11 @@ class AttentionLayers(nn.Module):
         return isinstance(layer, AttentionSublayer)
 
     @property
+    def attends_to_itself(self) -> bool:
+        """Whether any self-attention layer is placed: only then must a decoder keep the mask of what it caches."""
+        return any(self._placed(layer) for layer in self.self_layers)
+
+    @property
     def cross(self) -> list[AttentionSublayer]:
         """The cross-attention layers, in stack order."""
         return [layer for layer in self.cross_layers if self._placed(layer)]

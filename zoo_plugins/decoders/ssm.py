@@ -176,20 +176,22 @@ class SSMDecoder(Decoder):
 
     def init_cache(self, enc: EncoderOutput) -> dict:
         """Every block's state after the prefix (S4D's (B, d_model, d_state) complex, Mamba's convolution window
-        (B, E, d_conv - 1) and SSM state (B, E, d_state)), the attention layers' caches, and the mask (B, P) of
-        the P positions self-attention has cached."""
+        (B, E, d_conv - 1) and SSM state (B, E, d_state)), the attention layers' caches, and with self-attention
+        the mask (B, P) of the P positions it has cached (None without: the state keeps its one size)."""
         prefix, mask = self._prefix(enc)
         caches = self.attention.init_caches(enc.memory)
         if prefix.shape[1]:
             _, states = self._run(prefix, mask, enc, caches)
         else:
             states = self.stack.initial_states(prefix.shape[0], prefix)
-        return {"layers": states, "attention": caches, "mask": mask}
+        return {"layers": states, "attention": caches, "mask": mask if self.attention.attends_to_itself else None}
 
     def step(self, y_t: torch.Tensor, enc: EncoderOutput, cache: dict, t: int):
         x = self._embed(y_t[:, None], t)
-        offset = cache["mask"].shape[1]
-        mask = torch.cat([cache["mask"], cache["mask"].new_ones(y_t.shape[0], 1)], dim=1)
+        mask, offset = cache["mask"], 0
+        if mask is not None:  # what self-attention sees: the cached positions and this one
+            offset = mask.shape[1]
+            mask = torch.cat([mask, mask.new_ones(y_t.shape[0], 1)], dim=1)
         states, caches, weights = [], [], None
         for i, (block, state, old) in enumerate(zip(self.stack.blocks, cache["layers"], cache["attention"])):
             h, state = block.step(x[:, 0], state)
