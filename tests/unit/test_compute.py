@@ -274,6 +274,8 @@ def test_a_budget_ends_with_the_rows_of_the_last_batch_that_spend_it():
     layout = lay_out(35_000, 2, cost, iter(steps))
     assert (layout.steps, layout.last_rows, layout.validate_every) == (5, 3, 3)  # four batches and 3 rows
     assert layout.flops == pytest.approx(35_000)
+    at_the_floor = lay_out(12_000, 2, cost, iter(steps))  # two validations: two steps, the second trimmed
+    assert (at_the_floor.steps, at_the_floor.last_rows, at_the_floor.flops) == (2, 4, pytest.approx(12_000))
     assert lay_out(3_000, 2, cost, iter(steps)).steps == 2  # at least one step a validation
 
 

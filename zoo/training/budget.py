@@ -82,18 +82,21 @@ def rows_to_spend(cost: CostModel, batch: dict, remainder: float) -> int:
 
 
 def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tuple[float, dict | None]]) -> Layout:
-    """The steps that spend ``budget`` (at least one a validation): whole steps while they fit, then as many rows of
-    the next batch as come nearest the rest (in a single process; else the whole step where that is nearer)."""
+    """The steps that spend ``budget``: whole steps while they fit, then as many rows of the next batch as come
+    nearest the rest (in a single process; else the whole step where that is nearer). At least one step a
+    validation, the last of them trimmed the same way where the budget ends within it."""
     spent, taken, last_rows = 0.0, 0, None
     for charge, batch in steps:
-        if taken >= validations and spent + charge > budget:
-            rows = rows_to_spend(cost, batch, budget - spent) if batch is not None else round((budget - spent) / charge)
-            if rows:
-                last_rows = rows if batch is not None and rows < len(batch["index"]) else None
-                spent += cost.flops(BatchShape.of(head(batch, rows))) if last_rows else charge
-                taken += 1
-            break
-        spent, taken = spent + charge, taken + 1
+        if spent + charge <= budget or taken < validations - 1:
+            spent, taken = spent + charge, taken + 1
+            continue
+        rows = rows_to_spend(cost, batch, budget - spent) if batch is not None else round((budget - spent) / charge)
+        rows = max(rows, int(taken < validations))
+        if rows:
+            last_rows = rows if batch is not None and rows < len(batch["index"]) else None
+            spent += cost.flops(BatchShape.of(head(batch, rows))) if last_rows else charge
+            taken += 1
+        break
     return Layout(budget, taken, math.ceil(taken / validations), spent, last_rows)
 
 
