@@ -130,6 +130,7 @@ CASES = [
     Case("config", [*ANY_ENCODER, "encoder=transformer", "encoder.heads=0"], "heads"),
     Case("config", [*ANY_ENCODER, "model=mamba", "decoder.cross_every=5"], "places no layer in a stack of 2 blocks"),
     Case("config", [*ANY_ENCODER, "model=s4d", "decoder.prefix=none"], "reads nothing of the source"),
+    Case("config", [*TRAIN, "trainer.budget_flops=inf"], "budget_flops=inf must be in"),
     Case("config", [*TRAIN, "frontend=patches"], "frontend"),
     Case("config", [*ANY_ENCODER, "task=captioning", "frontend=features"], "task.features"),
     Case("config", [*TRAIN, "dataset=scenes"], "dataset"),
