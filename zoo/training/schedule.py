@@ -35,7 +35,8 @@ def warmup_then_decay(schedule: Schedule | str, warmup_steps: int, total_steps: 
         step += 1
         if step < warmup:
             return step / warmup
-        if step > total_steps - cooling:
+        if cooling and step > total_steps - cooling:  # without a cool-down nothing ends at total_steps: a resumed
+            # run that is given more steps goes on from the learning rate it stopped at
             return decay(total_steps - cooling) * (total_steps + 1 - step) / (cooling + 1)
         return decay(step)
 
