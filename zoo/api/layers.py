@@ -8,13 +8,13 @@ linear attention and its decayed forms (:class:`LinearAttention`, :class:`Linear
 layout :class:`LinearLayout` with its :class:`Gate` and :class:`FeatureMap`); state-space layers, S4D and Mamba
 (:class:`S4D`, :class:`S4DMixer`, :class:`Mamba`), their residual stack :class:`SSMStack` with its layouts
 :class:`S4DLayout` and :class:`MambaLayout`, and :func:`padding_first` (a prefix's padding moved before it);
-softmax attention layers placed among a recurrent stack's blocks (:class:`HybridLayout`,
-:class:`AttentionSublayer`, :class:`AttentionLayers`: the hybrids of Jamba and Pitorro et al.).
+softmax attention layers placed among a recurrent stack's blocks (:class:`HybridLayout`, :class:`AttentionSublayer`,
+:class:`AttentionLayers`, :func:`places_attention`: the hybrids of Jamba and Pitorro et al.).
 """
 
 from zoo.nn.attention import attend
 from zoo.nn.grid import GridProjection, flatten_grid
-from zoo.nn.hybrid import AttentionLayers, AttentionSublayer, HybridLayout
+from zoo.nn.hybrid import AttentionLayers, AttentionSublayer, HybridLayout, places_attention
 from zoo.nn.layers import TargetEmbedding
 from zoo.nn.linear_attention import FeatureMap, Gate, LinearAttention, LinearCrossAttention, LinearLayout
 from zoo.nn.ssm import S4D, Mamba, MambaLayout, S4DLayout, S4DMixer, SSMStack, padding_first
@@ -26,5 +26,5 @@ __all__ = [
     "GridProjection", "flatten_grid", "Reservoir", "ACTIVATIONS", "reverse_padded",
     "LinearAttention", "LinearCrossAttention", "LinearLayout", "Gate", "FeatureMap",
     "S4D", "S4DMixer", "Mamba", "SSMStack", "S4DLayout", "MambaLayout", "padding_first",
-    "HybridLayout", "AttentionSublayer", "AttentionLayers",
+    "HybridLayout", "AttentionSublayer", "AttentionLayers", "places_attention",
 ]  # fmt: skip

@@ -13,6 +13,7 @@ their recurrent state and the attention layers their key/value caches.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,13 @@ class HybridLayout:
     @property
     def attends(self) -> bool:
         """Whether any attention layer is placed, so the run's scorers are used."""
-        return bool(self.cross_every or self.cross_at or self.self_attention_every)
+        return places_attention(vars(self))
+
+
+def places_attention(cfg: Mapping[str, Any]) -> bool:
+    """Whether a config section with :class:`HybridLayout`'s fields places any attention layer (what a decoder's
+    ``scores_with`` answers from its section)."""
+    return bool(cfg.get("cross_every") or cfg.get("cross_at") or cfg.get("self_attention_every"))
 
 
 class AttentionSublayer(nn.Module):
@@ -144,6 +151,11 @@ class AttentionLayers(nn.Module):
     def cross(self) -> list[AttentionSublayer]:
         """The cross-attention layers, in stack order."""
         return [layer for layer in self.cross_layers if self._placed(layer)]
+
+    @property
+    def weighs_the_source(self) -> bool:
+        """Whether the last cross-attention layer forms weights over the source that a step can return."""
+        return bool(self.cross) and self.cross[-1].attention.scorer.attends
 
     def init_caches(self, memory: torch.Tensor) -> list[dict]:
         """Per block: an empty self-attention cache and the projected memory, made once per sentence."""

@@ -23,6 +23,7 @@ from zoo.api.layers import (
     Residual,
     TargetEmbedding,
     final_norm,
+    places_attention,
 )
 
 
@@ -86,7 +87,7 @@ class LinearTransformerDecoder(Decoder):
 
     @classmethod
     def scores_with(cls, cfg: Any) -> bool:
-        return bool(cfg.get("cross_every") or cfg.get("cross_at") or cfg.get("self_attention_every"))
+        return places_attention(cfg)
 
     @dataclass
     class Config(HybridLayout, LinearLayout):
@@ -125,8 +126,7 @@ class LinearTransformerDecoder(Decoder):
         self.layers = nn.ModuleList(DecoderLayer(cfg, memory_dim) for _ in range(cfg.layers))
         scorers = {"cross": scorer, "self": self_scorer or scorer}
         self.attention = AttentionLayers(cfg, cfg.layers, d, cfg.norm, cfg.dropout, scorers, memory_dim)
-        cross = self.attention.cross
-        self.attends = bool(cross) and cross[-1].attention.scorer.attends  # step returns its weights
+        self.attends = self.attention.weighs_the_source  # step returns its weights
         self.final_norm = final_norm(cfg)
 
     def _embed(self, y: torch.Tensor, offset: int) -> torch.Tensor:

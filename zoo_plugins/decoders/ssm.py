@@ -45,6 +45,7 @@ from zoo.api.layers import (
     SSMStack,
     TargetEmbedding,
     padding_first,
+    places_attention,
     reverse_padded,
 )
 
@@ -106,7 +107,7 @@ class SSMDecoder(Decoder):
 
     @classmethod
     def scores_with(cls, cfg: Mapping[str, Any]) -> bool:
-        return bool(cfg.get("cross_every") or cfg.get("cross_at") or cfg.get("self_attention_every"))
+        return places_attention(cfg)
 
     def __init__(
         self,
@@ -138,8 +139,7 @@ class SSMDecoder(Decoder):
         self.stack = SSMStack(cfg)
         scorers = {"cross": scorer, "self": self_scorer or scorer}
         self.attention = AttentionLayers(cfg, cfg.layers, d, cfg.norm, cfg.dropout, scorers, memory_dim)
-        cross = self.attention.cross
-        self.attends = bool(cross) and cross[-1].attention.scorer.attends  # step returns its weights
+        self.attends = self.attention.weighs_the_source  # step returns its weights
 
     def _prefix(self, enc: EncoderOutput) -> tuple[torch.Tensor, torch.Tensor]:
         """The memory as the stack's first steps: (B, S, d_model) and its mask (B, S), padding first; (B, 0, ...)
