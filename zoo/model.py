@@ -92,6 +92,14 @@ class Seq2Seq(nn.Module):
                 f"decoder '{self.names['decoder']}' embeds {tuple(target.weight.shape)}; set task.joint_vocab=true and "
                 "make frontend.dim equal the decoder's embedding size"
             )
+        source_scale = getattr(self.frontend, "scale", 1.0)
+        target_scale = getattr(self.decoder.target, "scale", 1.0)
+        if source_scale != target_scale:  # one matrix initialised for one scale: the other side starts 16x off
+            raise AssemblyError(
+                f"network.share_embeddings: frontend '{self.names['frontend']}' scales its embeddings by "
+                f"{source_scale:g} but decoder '{self.names['decoder']}' by {target_scale:g}; set "
+                f"frontend.scale={str(target_scale != 1.0).lower()} so one matrix serves both"
+            )
         output = getattr(self.decoder.target, "output", None)
         if output is not None and output.weight is target.weight:  # keep a tied output projection tied
             output.weight = source.weight

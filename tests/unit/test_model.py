@@ -89,6 +89,7 @@ def test_mixing_families_both_ways():
 
 def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
     cfg = config("transformer", "transformer", attention="scaled_dot") | {"network": {"share_embeddings": True}}
+    cfg["frontend"]["scale"] = True
     model = Seq2Seq(cfg, SourceDescription("tokens", vocab_size=25), 25)
     assert model.frontend.embedding.weight is model.decoder.target.embedding.weight
     assert model.decoder.target.output.weight is model.frontend.embedding.weight
@@ -100,6 +101,14 @@ def test_shared_embeddings_use_one_matrix_for_source_target_and_output():
         ).parameters()
     )
     assert unshared - shared == 25 * 16
+
+
+def test_shared_embeddings_need_one_scale():
+    """A matrix shared by a frontend that does not scale and a decoder that does starts sqrt(d) times too large."""
+    cfg = config("transformer", "transformer", attention="scaled_dot") | {"network": {"share_embeddings": True}}
+    cfg["frontend"]["scale"] = False
+    with pytest.raises(AssemblyError, match="set frontend.scale=true"):
+        Seq2Seq(cfg, SourceDescription("tokens", vocab_size=25), 25)
 
 
 def test_shared_embeddings_need_a_joint_vocabulary():
