@@ -201,3 +201,24 @@ class AttentionLayers(nn.Module):
                 need_weights=need_cross,
             )
         return x, weights
+
+    def step(
+        self,
+        i: int,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor,
+        cache: dict,
+        *,
+        self_mask: torch.Tensor | None = None,
+        q_offset: int = 0,
+        need_cross: bool = False,
+    ) -> tuple[torch.Tensor, dict, torch.Tensor | None]:
+        """One decoding step through the attention layers after block i, x (B, 1, D) -> (x, block i's new cache,
+        cross weights (B, S) averaged over heads, or None). The new cache is a copy, so the caller's stays intact
+        (beam search keeps its hypotheses' caches)."""
+        fresh = {"self": dict(cache["self"]), "cross": dict(cache["cross"])}
+        x, weights = self.run(
+            i, x, memory, memory_mask, self_mask=self_mask, q_offset=q_offset, cache=fresh, need_cross=need_cross
+        )
+        return x, fresh, None if weights is None else weights[:, :, 0].mean(dim=1)

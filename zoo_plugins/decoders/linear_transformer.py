@@ -161,11 +161,9 @@ class LinearTransformerDecoder(Decoder):
         for i, (layer, old, attention) in enumerate(zip(self.layers, cache["layers"], cache["attention"])):
             x, state = layer(x, old["cross"], old["self"])
             layers.append({"self": state, "cross": old["cross"]})
-            layer_cache = {"self": dict(attention["self"]), "cross": dict(attention["cross"])}  # the caller's intact
-            x, w = self.attention.run(
-                i, x, enc.memory, enc.mask, q_offset=t, cache=layer_cache, need_cross=self.attends
+            x, layer_cache, w = self.attention.step(
+                i, x, enc.memory, enc.mask, attention, q_offset=t, need_cross=self.attends
             )
             weights = w if w is not None else weights
             caches.append(layer_cache)
-        attn = weights[:, :, 0].mean(dim=1) if weights is not None else None
-        return self.target.logits(self.final_norm(x))[:, 0], {"layers": layers, "attention": caches}, attn
+        return self.target.logits(self.final_norm(x))[:, 0], {"layers": layers, "attention": caches}, weights

@@ -195,17 +195,14 @@ class SSMDecoder(Decoder):
         states, caches, weights = [], [], None
         for i, (block, state, old) in enumerate(zip(self.stack.blocks, cache["layers"], cache["attention"])):
             h, state = block.step(x[:, 0], state)
-            layer_cache = {"self": dict(old["self"]), "cross": dict(old["cross"])}  # the caller's cache stays intact
-            x, w = self.attention.run(
-                i, h[:, None], enc.memory, enc.mask, self_mask=mask, q_offset=offset, cache=layer_cache,
-                need_cross=self.attends,
-            )  # fmt: skip
+            x, layer_cache, w = self.attention.step(
+                i, h[:, None], enc.memory, enc.mask, old, self_mask=mask, q_offset=offset, need_cross=self.attends
+            )
             weights = w if w is not None else weights
             states.append(state)
             caches.append(layer_cache)
         logits = self.target.logits(self.stack.final_norm(x))[:, 0]
-        attn = weights[:, :, 0].mean(dim=1) if weights is not None else None
-        return logits, {"layers": states, "attention": caches, "mask": mask}, attn
+        return logits, {"layers": states, "attention": caches, "mask": mask}, weights
 
 
 @register("decoder", "s4d")
