@@ -15,14 +15,14 @@ from zoo.report.widths import width_map
 #: Test accuracy by (family, (length, pairs), width): the Transformer solves both panels at the narrowest width,
 #: S4D needs 64 at the short length and never gets there at the long one.
 ACCURACY = {
-    ("tagging_transformer", (64, 4), 16): 99.0,
-    ("tagging_transformer", (64, 4), 64): 100.0,
-    ("tagging_transformer", (128, 8), 16): 95.0,
-    ("tagging_transformer", (128, 8), 64): 99.0,
-    ("tagging_s4d", (64, 4), 16): 40.0,
-    ("tagging_s4d", (64, 4), 64): 92.0,
-    ("tagging_s4d", (128, 8), 16): 10.0,
-    ("tagging_s4d", (128, 8), 64): 60.0,
+    ("family_transformer", (64, 4), 16): 99.0,
+    ("family_transformer", (64, 4), 64): 100.0,
+    ("family_transformer", (128, 8), 16): 95.0,
+    ("family_transformer", (128, 8), 64): 99.0,
+    ("family_s4d", (64, 4), 16): 40.0,
+    ("family_s4d", (64, 4), 64): 92.0,
+    ("family_s4d", (128, 8), 16): 10.0,
+    ("family_s4d", (128, 8), 64): 60.0,
 }
 
 
@@ -57,9 +57,7 @@ def study(root) -> None:
 def test_a_cell_takes_the_learning_rate_validation_prefers_and_scores_its_seeds_on_test(tmp_path):
     study(tmp_path)
     found = width_map(find_runs([tmp_path]), "tag_accuracy")
-    cell = next(
-        c for c in found.cells if (c.family, c.panel, c.width) == ("model=tagging_s4d", "length=64 pairs=4", 64)
-    )
+    cell = next(c for c in found.cells if (c.family, c.panel, c.width) == ("model=family_s4d", "length=64 pairs=4", 64))
     assert (cell.lr, cell.rates, len(cell.seeds)) == (1e-3, 2, 2)
     assert (cell.score.mean, round(cell.score.std, 3)) == (92.0, 1.414)
     assert found.panels == ["length=64 pairs=4", "length=128 pairs=8"]
@@ -68,9 +66,9 @@ def test_a_cell_takes_the_learning_rate_validation_prefers_and_scores_its_seeds_
 def test_the_table_gives_the_smallest_width_reaching_90_with_its_cost_per_family_and_data_set(tmp_path):
     study(tmp_path)
     rows = {line.split()[0]: line for line in width_map(find_runs([tmp_path]), "tag_accuracy").table().splitlines()}
-    assert rows["model=tagging_transformer"].split("  ")[1].strip() == "16 (0.16 TFLOPs, 8 proc-s)"
-    s4d = [part.strip() for part in rows["model=tagging_s4d"].split("  ") if part.strip()]
-    assert s4d[1:] == ["64 (0.64 TFLOPs, 32 proc-s)", ">64"]
+    assert rows["model=family_transformer"].split("  ")[1].strip() == "16 (0.16 TFLOPs, 8 proc-s)"
+    s4d = [part.strip() for part in rows["model=family_s4d"].split("  ") if part.strip()]
+    assert s4d[1:] == ["64 (0.64 TFLOPs, 32 proc-s)", ">64 (best 60.0 at 64)"]
 
 
 def test_compare_prints_the_table_under_the_leaderboards(tmp_path):
@@ -89,16 +87,16 @@ def test_the_report_draws_a_panel_per_data_set_and_a_line_per_family_with_its_ba
     assert titles == ["length=64 pairs=4", "length=128 pairs=8"]
     lines = [trace for trace in figure["data"] if trace.get("mode") == "lines+markers"]
     assert sorted((t["name"], t["xaxis"], t["y"][0]) for t in lines) == [
-        ("model=tagging_s4d", "x", 40.0),
-        ("model=tagging_s4d", "x2", 10.0),
-        ("model=tagging_transformer", "x", 99.0),
-        ("model=tagging_transformer", "x2", 95.0),
+        ("model=family_s4d", "x", 40.0),
+        ("model=family_s4d", "x2", 10.0),
+        ("model=family_transformer", "x", 99.0),
+        ("model=family_transformer", "x2", 95.0),
     ]
     assert sum(trace.get("fill") == "toself" for trace in figure["data"]) == 4, "a band under every line"
 
 
-def test_runs_at_one_width_draw_no_map(tmp_path):
-    mapped(tmp_path / "a", "tagging_gru", (64, 4), 32, 1, 1e-3, 50.0, 50.0)
-    mapped(tmp_path / "b", "tagging_lstm", (64, 4), 32, 1, 1e-3, 40.0, 40.0)
+def test_runs_at_one_width_and_rate_draw_no_map(tmp_path):
+    mapped(tmp_path / "a", "family_gru", (64, 4), 32, 1, 1e-3, 50.0, 50.0)
+    mapped(tmp_path / "b", "family_lstm", (64, 4), 32, 1, 1e-3, 40.0, 40.0)
     assert width_map(find_runs([tmp_path]), "tag_accuracy") is None
     assert score_against_width([("", Leaderboard(find_runs([tmp_path])))], {}) == []

@@ -75,7 +75,7 @@ class WidthMap:
 
     def table(self) -> str:
         """The smallest width reaching the threshold per family (rows) and panel (columns), with its cost; ``>W``
-        where no width tried reaches it (W the widest)."""
+        where no width tried reaches it (W the widest), with the best score it reached."""
         header = ["family", *self.panels]
         rows = [[name, *(self._entry(name, panel) for panel in self.panels)] for name in self.families]
         widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
@@ -92,7 +92,8 @@ class WidthMap:
             return ""
         cell = self.threshold(name, panel)
         if cell is None:
-            return f">{line[-1].width}"
+            best = max(line, key=lambda c: c.score.mean)
+            return f">{line[-1].width} (best {best.score.mean:.1f} at {best.width})"
         return f"{cell.width} ({cell.flops / 1e12:.3g} TFLOPs, {cell.processor_seconds:.0f} proc-s)"
 
 
@@ -133,9 +134,10 @@ def _usable(run: Run, metric: str) -> bool:
 
 def width_map(runs: list[Run], metric: str) -> WidthMap | None:
     """The width study among ``runs`` (finished, with ``network.width``, a test and a best validation score of
-    ``metric``); None when fewer than two widths were tried."""
+    ``metric``); None when they tried neither two widths nor two learning rates (a study at one width still
+    chooses each family's rate, as experiment=listops_long's)."""
     usable = sorted((run for run in runs if _usable(run, metric)), key=run_order)
-    if len({run.setting(WIDTH) for run in usable}) < 2:
+    if all(len({run.setting(key) for run in usable}) < 2 for key in (WIDTH, LR)):
         return None
     keys = panel_keys(usable)
     members: dict[tuple[str, str, int], list[Run]] = {}
