@@ -94,22 +94,18 @@ class RecallDataset(Dataset):
                 at_least(self, size, 1)
             at_least(self, "pairs", 1)
             at_least(self, "copies", 1)
-            if self.mode == Mode.multi_query:
-                self._check_multi_query()
-            elif self.mode == Mode.associative_recall:
+            if self.mode == Mode.associative_recall:
                 at_least(self, "vocab_size", 2 * self.pairs, "the pairs need distinct keys: vocab_size / 2 of them")
                 at_least(self, "length", 2 * self.pairs + 1, "the pairs and the query must fit: 2 * pairs + 1")
-            else:
+            elif self.mode == Mode.selective_copying:
                 at_least(self, "vocab_size", 1)
                 if self.length < self.copies:
                     raise ConfigError(f"length={self.length} must hold the copies={self.copies} data tokens")
-
-        def _check_multi_query(self) -> None:
-            """Distinct keys and values for every pair, and a query slot for each after the pairs."""
-            at_least(self, "key_vocab", self.pairs, "the pairs need distinct keys")
-            at_least(self, "value_vocab", self.pairs, "the pairs need distinct values")
-            positive(self, "gap_exponent", "Zoology's power law uses 0.01; 1 places the queries uniformly")
-            at_least(self, "length", 4 * self.pairs, "the pairs and a query two positions apart each: 4 * pairs")
+            elif self.mode == Mode.multi_query:  # distinct keys and values, and a query slot for each pair
+                at_least(self, "key_vocab", self.pairs, "the pairs need distinct keys")
+                at_least(self, "value_vocab", self.pairs, "the pairs need distinct values")
+                positive(self, "gap_exponent", "Zoology's power law uses 0.01; 1 places the queries uniformly")
+                at_least(self, "length", 4 * self.pairs, "the pairs and a query two positions apart each: 4 * pairs")
 
     def files(self) -> list:
         return []  # generated from the config alone
