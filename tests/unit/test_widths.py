@@ -100,3 +100,12 @@ def test_runs_at_one_width_and_rate_draw_no_map(tmp_path):
     mapped(tmp_path / "b", "family_lstm", (64, 4), 32, 1, 1e-3, 40.0, 40.0)
     assert width_map(find_runs([tmp_path]), "tag_accuracy") is None
     assert score_against_width([("", Leaderboard(find_runs([tmp_path])))], {}) == []
+
+
+def test_a_study_at_one_width_still_keeps_each_familys_learning_rate_by_validation(tmp_path):
+    """As experiment=listops_long trains every family at one width and two rates."""
+    for model, good, bad in (("family_gru", 40.0, 45.0), ("family_transformer", 30.0, 20.0)):
+        mapped(tmp_path / f"{model}-good", model, (1000, 0), 128, 1, 1e-3, good, 50.0)
+        mapped(tmp_path / f"{model}-bad", model, (1000, 0), 128, 1, 3e-3, bad, 10.0)
+    rows = width_map(find_runs([tmp_path]), "tag_accuracy").table().splitlines()
+    assert [row.split("  ")[-1].strip() for row in rows[2:]] == [">128 (best 40.0 at 128)", ">128 (best 30.0 at 128)"]
