@@ -15,7 +15,14 @@ import torch
 
 from zoo.contracts import UNK, Item, SourceDescription, Task
 from zoo.data.collate import pad
-from zoo.data.text import load_tokenizer, save_tokenizer, token_labels, tokenizer_path, train_tokenizer
+from zoo.data.text import (
+    load_tokenizer,
+    save_tokenizers,
+    token_labels,
+    tokenizer_path,
+    tokenizers_saved,
+    train_tokenizer,
+)
 
 #: The labels' vocabulary: one id per distinct label seen in training.
 LABEL_TOKENIZER = {"name": "word"}
@@ -49,18 +56,14 @@ class LabelTask(Task):
         self.check_labels(labels)
         self.source_tokenizer = train_tokenizer(self.tokenizer_cfg, (item.source for item in train))
 
-    def _paths(self, run_dir: Path) -> tuple[Path, Path]:
-        return tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
-
     def save(self, run_dir: Path) -> None:
-        for tokenizer, path in zip((self.source_tokenizer, self.target_tokenizer), self._paths(run_dir)):
-            save_tokenizer(tokenizer, path)
+        save_tokenizers(run_dir, self.tokenizers())
 
     def saved(self, run_dir: Path) -> bool:
-        return all(path.is_file() for path in self._paths(run_dir))
+        return tokenizers_saved(run_dir, ("source", "target"))
 
     def load(self, run_dir: Path) -> None:
-        source_path, target_path = self._paths(run_dir)
+        source_path, target_path = tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
         self.source_tokenizer = load_tokenizer(self.tokenizer_cfg, source_path)
         self.target_tokenizer = load_tokenizer(LABEL_TOKENIZER, target_path)
 

@@ -28,9 +28,10 @@ from zoo.api.text import (
     load_tokenizer,
     max_output_len,
     pad,
-    save_tokenizer,
+    save_tokenizers,
     token_labels,
     tokenizer_path,
+    tokenizers_saved,
     train_tokenizer,
 )
 from zoo.api.vision import names_image_file
@@ -87,18 +88,14 @@ class TranslationTask(Task):
         self.source_tokenizer = train_tokenizer(self.tokenizer_cfg, sources)
         self.target_tokenizer = train_tokenizer(self.tokenizer_cfg, targets)
 
-    def _paths(self, run_dir: Path) -> tuple[Path, Path]:
-        return tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
-
     def save(self, run_dir: Path) -> None:
-        for tokenizer, path in zip((self.source_tokenizer, self.target_tokenizer), self._paths(run_dir)):
-            save_tokenizer(tokenizer, path)
+        save_tokenizers(run_dir, self.tokenizers())
 
     def saved(self, run_dir: Path) -> bool:
-        return all(path.is_file() for path in self._paths(run_dir))
+        return tokenizers_saved(run_dir, ("source", "target"))
 
     def load(self, run_dir: Path) -> None:
-        source_path, target_path = self._paths(run_dir)
+        source_path, target_path = tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
         self.source_tokenizer = load_tokenizer(self.tokenizer_cfg, source_path)
         self.target_tokenizer = (
             self.source_tokenizer if self.cfg.joint_vocab else load_tokenizer(self.tokenizer_cfg, target_path)
