@@ -46,7 +46,7 @@ class Seq2Seq(nn.Module):
         self.frontend = self._assemble("frontend", cfg, section={**cfg["frontend"], "dim": frontend_dim}, source=source)
         posenc_relative = get("posenc", cfg["posenc"]["name"]).cls.relative
         encoder_kwargs: dict[str, Any] = {"input_dim": self.frontend.output_dim}
-        if encoder_cls.uses_scorer:
+        if encoder_cls.scores_with(cfg["encoder"]):
             encoder_kwargs["scorer"] = section(cfg, "self_attention")
         if posenc_relative:
             if not encoder_cls.supports_relative_posenc:

@@ -53,6 +53,8 @@ GROUPS = {
     "model/parts": "What several recipes share, which each names in its defaults list (`- parts/NAME`), as the "
     "Multi30k recipes that compare encoders under one decoder do; no recipe itself.",
     "experiment": "Whole comparisons and presets as overlays: `experiment=NAME` (a sweep's: `zoo train -m ...`).",
+    "recall_panel": "The data sizes of `experiment=recall_map`'s panels, one (length, pairs) each with its batches: "
+    "`recall_panel=NAME`, swept by the experiment.",
     "search": "What `hydra/sweeper=optuna` tunes for a family, and over what ranges; the `model=` recipe chooses it.",
     "trainer": "Where and how training runs: `trainer=NAME`.",
     "logger": "Trackers besides `metrics.csv`: `logger=NAME`, or several: `logger=[wandb,tensorboard]`.",

@@ -1,7 +1,9 @@
-"""The ``listops`` dataset: expressions evaluate to their labels, lengths and nesting keep to the settings, and
-the same settings give the same expressions."""
+"""The ``listops`` dataset: expressions evaluate to their labels, lengths and nesting keep to the settings as LRA
+means them, lengths follow LRA's tree-then-reject draw, no expression repeats, and the same settings give the same
+expressions."""
 
 import math
+import random
 import statistics
 
 import pytest
@@ -9,7 +11,7 @@ import pytest
 from zoo import registry
 from zoo.config.checks import ConfigError
 from zoo.registry import discovery
-from zoo_plugins.datasets.listops import ListOpsError
+from zoo_plugins.datasets.listops import ExpressionGenerator, ListOpsError
 
 discovery.discover()
 
@@ -59,15 +61,54 @@ def test_every_expression_evaluates_to_its_label():
 
 
 def test_lengths_depth_and_arguments_keep_to_the_settings():
-    data = splits(min_length=20, max_length=60, max_depth=3, max_args=4)
-    lengths = []
+    data = splits(min_length=20, max_length=60, max_depth=4, max_args=4)
+    lengths, depths = [], set()
     for item in (item for items in data.values() for item in items):
         tokens = item.source.split()
         _, depth, widest = evaluate(tokens)
-        assert depth <= 3 and widest <= 4
+        assert widest <= 4
         lengths.append(len(tokens))
+        depths.add(depth)
+    assert max(depths) == 3, "an operator only while the depth is below max_depth, as LRA's"
     assert min(lengths) >= 20 and max(lengths) <= 60
     assert max(lengths) - min(lengths) > 20, "lengths spread over the range"
+
+
+def test_max_depth_one_gives_no_operator():
+    generator = ExpressionGenerator(random.Random(0), max_depth=1, max_args=10)
+    trees = []
+    for _ in range(200):
+        tokens: list[str] = []
+        generator.tree(1, tokens, limit=100)
+        trees.append(tokens)
+    assert all(len(tokens) == 1 and tokens[0].isdigit() for tokens in trees)
+
+
+def lra_length(rng: random.Random, depth: int, max_depth: int, max_args: int) -> int:
+    """The length of one tree drawn as LRA's generator draws it (an operator with probability 1/4 while depth <
+    max_depth, over 2-max_args subtrees; its tokens and ]), written apart from the dataset's code."""
+    if depth >= max_depth or rng.random() > 0.25:
+        return 1
+    return 2 + sum(lra_length(rng, depth + 1, max_depth, max_args) for _ in range(rng.randint(2, max_args)))
+
+
+def test_lengths_follow_lras_tree_then_reject_draw():
+    rng = random.Random(7)
+    theirs: list[int] = []
+    while len(theirs) < 600:
+        length = lra_length(rng, 1, 10, 10)
+        if 10 <= length <= 200:
+            theirs.append(length)
+    ours = [len(item.source.split()) for item in splits(min_length=10, max_length=200, train_size=600)["train"]]
+    # Kolmogorov-Smirnov distance of the two samples: 0.11 is the 0.1 % critical value for 600 and 600; a draw
+    # uniform over the lengths (median 105, not LRA's 24) is 0.5 away.
+    distance = max(abs(sum(x <= t for x in ours) - sum(x <= t for x in theirs)) / 600 for t in range(10, 201))
+    assert distance < 0.11
+
+
+def test_no_expression_is_drawn_twice_in_or_across_splits():
+    sources = [item.source for items in splits(min_length=4, max_length=5, max_args=3).values() for item in items]
+    assert len(sources) == 360 and len(set(sources)) == 360
 
 
 def test_labels_are_digits_and_every_digit_occurs():
@@ -89,8 +130,8 @@ def test_validation_and_test_come_from_their_own_streams():
 
 
 def test_lengths_out_of_reach_are_refused_when_configured():
-    with pytest.raises(ConfigError, match="raise max_depth or max_args"):
-        registry.build("dataset", registry.default_config("dataset", "listops", max_depth=1, max_args=3, min_length=6))
+    with pytest.raises(ConfigError, match="raise max_depth or max_args"):  # two operators deep, full: 17 tokens
+        registry.build("dataset", registry.default_config("dataset", "listops", max_depth=3, max_args=3, min_length=18))
     with pytest.raises(ConfigError, match="max_length"):
         registry.build("dataset", registry.default_config("dataset", "listops", min_length=50, max_length=40))
 

@@ -27,6 +27,7 @@ from zoo.nn.ssm import (
     step_by_step,
 )
 from zoo.registry import discovery
+from zoo_plugins.encoders.ssm import MambaEncoder
 
 discovery.discover()
 D, V, MEMORY_DIM = 8, 23, 12
@@ -184,10 +185,17 @@ def test_padding_first_moves_padding_before_the_real_steps_in_order():
     assert moved_mask.tolist() == [[False, False, True, True, True], [True] * 5]
 
 
-def encoder(family: str, bidirectional: bool = True):
+def encoder(family: str, bidirectional: bool = True, attention_every: int = 0):
     torch.manual_seed(0)
-    cfg = {"name": family, "d_model": D, "d_state": 4, "bidirectional": bidirectional}
-    return registry.build("encoder", cfg, input_dim=D).double().eval()
+    cfg = {
+        "name": family,
+        "d_model": D,
+        "d_state": 4,
+        "bidirectional": bidirectional,
+        "attention_every": attention_every,
+    }
+    scorer = {"name": "scaled_dot"}
+    return registry.build("encoder", cfg, input_dim=D, scorer=scorer).double().eval()
 
 
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
@@ -202,14 +210,16 @@ def test_encoder_ignores_appended_padding(family, bidirectional):
     assert gap(long.state, short.state) <= TOL
 
 
+@pytest.mark.parametrize("attention_every", [0, 1], ids=["plain", "with attention layers"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_only_a_bidirectional_encoder_reads_later_tokens(family):
-    """Changing the last real token changes the first position's memory in both directions, not in one."""
+def test_only_a_bidirectional_encoder_reads_later_tokens(family, attention_every):
+    """Changing the last real token changes the first position's memory in both directions, not in one: a hybrid's
+    attention layers are causal when it reads left to right."""
     x, mask = inputs(batch=1, length=6), torch.tensor([[True] * 5 + [False]])
     changed = x.clone()
     changed[:, 4] = inputs(batch=1, length=1, seed=6)[:, 0]
     for bidirectional, reads in ((True, True), (False, False)):
-        model = encoder(family, bidirectional)
+        model = encoder(family, bidirectional, attention_every)
         moved = gap(model(x, mask).memory[:, 0], model(changed, mask).memory[:, 0])
         assert (moved > TOL) == reads
 
@@ -294,6 +304,11 @@ def test_decoder_refuses_a_relative_posenc(family):
         (S4DLayout, {"d_state": 0}, "d_state=0 must be >= 1"),
         (S4DLayout, {"dt_min": 0.5, "dt_max": 0.1}, "dt_min=0.5 must be <= dt_max=0.1"),
         (MambaLayout, {"norm": "batchnorm"}, "norm='batchnorm' must be one of: layernorm, rmsnorm, dyt"),
+        (
+            MambaEncoder.Config,
+            {"d_model": 30, "attention_every": 1},
+            "d_model=30 must be a multiple of attention_heads",
+        ),
     ],
 )
 def test_a_value_out_of_range_is_one_config_error(layout, fields, message):

@@ -51,6 +51,8 @@ LAYOUTS = {
     "encoder-decoder": {"prefix": "none", "cross_every": 1},
     "reversed prefix": {"prefix": "reversed"},
     "hybrid": {"cross_every": 2, "self_attention_every": 1},
+    # a state-space encoder's attention layers
+    "attention layers": {"attention_every": 1},
 }
 #: Key/value layouts, which shape attention layers only where there are some: a recurrent decoder is checked in
 #: them with attention layers placed (:data:`PLACED`).

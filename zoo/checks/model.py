@@ -104,13 +104,9 @@ def check_frontend(name: str, tmp: Path) -> None:
 
 # ------------------------------------------------------------------ encoders
 def build_encoder(name: str, scorer: str | None, layout: str = "default", input_dim: int = D):
-    extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.uses_scorer else {}
-    return registry.build(
-        "encoder",
-        small_config("encoder", name, **layout_options("encoder", name, layout)),
-        input_dim=input_dim,
-        **extra,
-    )
+    cfg = small_config("encoder", name, **layout_options("encoder", name, layout))
+    extra = {"scorer": small_config("attention", scorer)} if registry.get("encoder", name).cls.scores_with(cfg) else {}
+    return registry.build("encoder", cfg, input_dim=input_dim, **extra)
 
 
 def check_encoder_shapes(name: str, scorer: str | None, layout: str, tmp: Path) -> None:
@@ -140,12 +136,13 @@ def check_encoder_padding(name: str, scorer: str | None, layout: str, tmp: Path)
 
 
 def encoder_cases() -> list[Case]:
-    """Each encoder; one with self-attention with each scorer in each of its layouts."""
+    """Each encoder; one with self-attention (in a layout that places it) with each scorer in each of its layouts."""
     cases = []
     for name in names("encoder"):
-        scorers = names("attention") if registry.get("encoder", name).cls.uses_scorer else [None]
-        for scorer in scorers:
-            for layout in layouts("encoder", name):
+        cls = registry.get("encoder", name).cls
+        for layout in layouts("encoder", name):
+            scores = cls.scores_with(layout_options("encoder", name, layout))
+            for scorer in names("attention") if scores else [None]:
                 parts = (("encoder", name), *((("attention", scorer),) if scorer else ()))
                 detail = ", ".join(x for x in (scorer and f"attention={scorer}", layout != "default" and layout) if x)
                 cases.append(

@@ -36,6 +36,13 @@ class NetworkConfig:
     # One embedding matrix for source and target tokens (Press & Wolf, 2017); needs task.joint_vocab=true
     # and a target embedding of the frontend's width.
     share_embeddings: bool = False
+    # One width for families whose width fields differ: a recipe reads it (model=family_gru's encoder.hidden_size,
+    # model=family_mamba's encoder.d_model: ${network.width}), so a sweep over it sizes every family alike and
+    # zoo compare draws score against width (experiment=recall_map). null: the recipes' own widths.
+    width: int | None = None
+
+    def __post_init__(self) -> None:
+        at_least(self, "width", 1)
 
 
 class Schedule(Choice):

@@ -147,7 +147,8 @@ class Encoder(nn.Module):
     """Built as ``cls(cfg, input_dim=D_in)``; sets ``output_dim`` and ``state_dim``.
 
     An encoder with self-attention sets ``uses_scorer = True`` and is also given
-    ``scorer=<attention cfg>`` (the run's self-attention scorer); one that applies relative position
+    ``scorer=<attention cfg>`` (the run's self-attention scorer); one whose options may add attention layers
+    says when in ``scores_with``. One that applies relative position
     encodings inside attention sets ``supports_relative_posenc = True`` and gets ``posenc=<cfg>``.
 
     ``forward(x (B, S, D_in), mask (B, S)) -> EncoderOutput``. Padded steps must
@@ -158,6 +159,12 @@ class Encoder(nn.Module):
     state_dim: int
     uses_scorer: bool = False
     supports_relative_posenc: bool = False
+
+    @classmethod
+    def scores_with(cls, cfg: Any) -> bool:
+        """Whether this encoder, configured by ``cfg`` (its config section), scores attention with the run's
+        self-attention scorer: ``uses_scorer``, unless an option places attention layers (a state-space hybrid's)."""
+        return cls.uses_scorer
 
     @staticmethod
     def natural_input_dim(cfg: Any) -> int | None:

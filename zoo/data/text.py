@@ -42,6 +42,17 @@ def save_tokenizer(tokenizer: Tokenizer, path: Path) -> None:
         partial.unlink(missing_ok=True)  # a write cut short (a full disk) leaves nothing behind
 
 
+def save_tokenizers(run_dir: str | os.PathLike, tokenizers: dict[str, Tokenizer]) -> None:
+    """Write each side's tokenizer (``{"source": ..., "target": ...}``) where the run keeps it."""
+    for side, tokenizer in tokenizers.items():
+        save_tokenizer(tokenizer, tokenizer_path(run_dir, side))
+
+
+def tokenizers_saved(run_dir: str | os.PathLike, sides: Iterable[str]) -> bool:
+    """Whether the run keeps a tokenizer of every one of ``sides``."""
+    return all(tokenizer_path(run_dir, side).is_file() for side in sides)
+
+
 def load_tokenizer(tokenizer_cfg: Any, path: Path) -> Tokenizer:
     if not path.is_file():
         raise TaskError(f"no trained tokenizer {path}; train a model in {path.parent.parent} first")

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 from sacrebleu.metrics import BLEU
 
+#: The tag of a position no metric scores, in a reference that tags every source position (``task=tagging``):
+#: multi-query recall labels only its queries.
+UNSCORED = "_"
+
 
 def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
     """Per-item reference lists -> sacrebleu's reference streams (stream k holds every item's k-th

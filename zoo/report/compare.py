@@ -38,6 +38,7 @@ from zoo.report.stats import (
     scorer_for,
 )
 from zoo.report.terminal import draw
+from zoo.report.widths import width_map
 from zoo.report.words import dataset_words, signature_words
 from zoo.run.claim import refuse_live_run
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
@@ -571,7 +572,8 @@ def compare(
     markdown = fmt == "markdown"
     search = format_search(families, markdown) + format_importance(families, markdown) if fmt in TEXT else ""
     compute = compute_section(boards) if fmt in TEXT else ""
-    return "\n".join(part for part in (search, text, compute) if part)
+    widths = widths_section(boards) if fmt in TEXT else ""
+    return "\n".join(part for part in (search, text, compute, widths) if part)
 
 
 def compute_section(boards: list[tuple[str, Leaderboard]]) -> str:
@@ -579,6 +581,19 @@ def compute_section(boards: list[tuple[str, Leaderboard]]) -> str:
     board = boards[0][1]
     found = frontier(board.runs, board.sort, board.higher_is_better) if board.sort else None
     return f"\nscore against training compute\n{found.table()}" if found else ""
+
+
+def map_of(boards: list[tuple[str, Leaderboard]]):
+    """The width study (:mod:`zoo.report.widths`) of every board's runs, scored by the first board's monitored
+    metric: its panels are data sets, which the leaderboards keep apart."""
+    metric = boards[0][1].sort
+    return width_map([run for _, board in boards for run in board.runs], metric) if metric else None
+
+
+def widths_section(boards: list[tuple[str, Leaderboard]]) -> str:
+    """Where each family breaks: the smallest width that reaches the threshold, per family and data set."""
+    found = map_of(boards)
+    return f"\nscore against width\n{found.table()}" if found else ""
 
 
 def write_report(

@@ -35,7 +35,7 @@ from zoo import __version__
 from zoo.report.bands import band_traces, error_bars, metric_bounds
 from zoo.report.colours import PALETTE
 from zoo.report.columns import Cell
-from zoo.report.compare import SIGNIFICANCE, Leaderboard
+from zoo.report.compare import SIGNIFICANCE, Leaderboard, map_of
 from zoo.report.frontier import frontier
 from zoo.report.importance import NO_OPTUNA, TOO_FEW, importance_figure, importance_note, importances
 from zoo.report.live import as_script, colours_of, page_data
@@ -210,6 +210,36 @@ def score_against_compute(board: Leaderboard, colours: dict[str, str]) -> list[s
     ]
 
 
+def score_against_width(boards: list[tuple[str, Leaderboard]], colours: dict[str, str]) -> list[str]:
+    """Where each family breaks (:mod:`zoo.report.widths`): the test score against width (log axis), one line per
+    family with the seeds' ± std as a band, one panel per data set; then the table of the smallest width that
+    reaches the threshold. Nothing without runs at two widths or more."""
+    found = map_of(boards)
+    if found is None:
+        return []
+    panels = found.panels
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=panels, shared_yaxes=True)
+    bounds = metric_bounds(found.metric, [cell.score.mean for cell in found.cells])
+    for col, panel in enumerate(panels, start=1):
+        for name in found.families:
+            line = found.line(name, panel)
+            if not line:
+                continue
+            means, stds = [c.score.mean for c in line], [c.score.std for c in line]
+            traces = band_traces([c.width for c in line], means, stds, bounds, name, colours[name])
+            for trace in traces:
+                trace.meta = {"runs": [str(run.path) for c in line for run in c.group.runs]}
+                trace.showlegend = trace.showlegend is not False and col == 1
+            fig.add_traces(traces, rows=1, cols=col)
+        fig.update_xaxes(title_text="network.width", type="log", row=1, col=col)
+    fig.update_yaxes(title_text=f"test {found.metric}", row=1, col=1)
+    return [
+        "<h2>Score against width</h2>",
+        _figure(fig),
+        f"<pre>{html.escape(found.table())}</pre>",
+    ]
+
+
 def breakdowns(board: Leaderboard, colours: dict[str, str]) -> str:
     """One bar chart per breakdown the task reported and score in it (BLEU by source length), one bar per
     configuration, titled with the task's own names."""
@@ -299,6 +329,8 @@ def sections(
     families = families or []
     colours = colours_of(boards, families)
     top, bottom = search_curves(families, colours), []
+    if widths := score_against_width(boards, colours):
+        top.append(section("widths", *widths))
     for k, (note, board) in enumerate(boards):
         heading = [f"<h2>{html.escape(note[:1].upper() + note[1:])}</h2>"] if note else []
         footnote = html.escape(board.footnote()).replace("\n", "<br>")

@@ -15,21 +15,21 @@ expression's value, is one of ten digits: chance is 10 %, and always naming the 
 scores about 16 % (``MIN`` favours small values, ``MAX`` large ones). A model must track the open lists to the
 end of the sequence, so the task needs long-range, hierarchical memory.
 
-Generation. LRA draws trees top-down and rejects those outside its length range, which is slow at long
-lengths. Here each expression gets a length in tokens drawn uniformly from ``[min_length, max_length]`` and a
-tree grows to it: the root is an operator over 2-``max_args`` digits, then random digits (not at
-``max_depth``) become operators over 2-``max_args`` digits, and the last token or two are digits added to
-lists with room. A tree that stops short (no list with room for its last token or two) is kept if it is
-still ``min_length`` long, else drawn again; nothing else is rejected. Split ``s`` is drawn from
-``random.Random(f"listops:{seed}:{s}")``, so validation and test come from other streams than training and do
-not change with the training split's size. The expressions of different splits may coincide only at lengths
-with few expressions (a handful of tokens).
+Generation, as LRA's generator draws (its ``listops.py``): a tree grows from the root at depth 1; a node is an
+operator with probability 1/4 while its depth is below ``max_depth`` (so ``max_depth=10`` nests at most 9
+operators and ``max_depth=1`` gives no operator), over 2-``max_args`` arguments drawn the same way, and a digit
+otherwise. A tree is kept when its length in tokens lies in ``[min_length, max_length]`` (LRA's bounds are
+exclusive, so its 500-2,000 is 501-1,999 here) and its expression is new, else drawn again; a tree is abandoned
+as soon as it grows past ``max_length``, which rejects the same trees sooner. Kept lengths therefore follow the
+trees' own distribution (most near the lower bound), not a uniform one. Split ``s`` is drawn from
+``random.Random(f"listops:{seed}:{s}")``, test first, then validation, then training, each leaving out the
+expressions of those before it, so no expression is in two splits (LRA removes duplicates too) and validation
+and test do not change with the training split's size.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from zoo.api import SPLITS, ConfigError, Dataset, Item, ZooError, at_least, register
@@ -52,24 +52,22 @@ def apply(operator: str, values: list[int]) -> int:
     return sum(values) % 10  # SM
 
 
+#: Draws in a row that repeat an expression before the settings are blamed (too few distinct expressions).
+REPEATS = 1000
+#: The chance that a node above the deepest level is an operator (LRA's VALUE_P).
+OPERATOR_P = 0.25
+
+
 def longest(max_depth: int, max_args: int) -> int:
-    """Tokens of the largest expression: every list full, nested ``max_depth`` operators deep."""
+    """Tokens of the largest expression: every list full, ``max_depth - 1`` operators deep."""
     tokens = 1  # a digit
-    for _ in range(max_depth):
+    for _ in range(max_depth - 1):
         tokens = 2 + max_args * tokens  # operator, its arguments, ]
     return tokens
 
 
-class _Node:
-    """A digit, until it becomes an operator over ``children``; ``depth`` counts the operators down to it, itself
-    included once it is one."""
-
-    __slots__ = ("operator", "children", "depth")
-
-    def __init__(self, depth: int) -> None:
-        self.operator: str | None = None
-        self.children: list[_Node] = []
-        self.depth = depth
+class _TooLong(Exception):
+    """A tree grew past the longest length kept: it would be rejected, so it is abandoned."""
 
 
 class ListOpsError(ZooError, ValueError):
@@ -77,9 +75,9 @@ class ListOpsError(ZooError, ValueError):
 
 
 class ExpressionGenerator:
-    """Random ListOps expressions of a given length in tokens (see the module docstring)."""
+    """Random ListOps expressions of a range of lengths in tokens, drawn as LRA draws them (module docstring)."""
 
-    ATTEMPTS = 100  # trees drawn for one length before the settings are blamed
+    ATTEMPTS = 100_000  # trees drawn for one expression before the settings are blamed
 
     def __init__(self, rng: random.Random, max_depth: int, max_args: int) -> None:
         self.rng, self.max_depth, self.max_args = rng, max_depth, max_args
@@ -87,73 +85,34 @@ class ExpressionGenerator:
     def expression(self, min_length: int, max_length: int) -> tuple[list[str], int]:
         """Tokens of an expression of ``min_length`` to ``max_length`` tokens, and its value."""
         for _ in range(self.ATTEMPTS):
-            root, size = self._grow(self.rng.randint(min_length, max_length))
-            if size >= min_length:
-                tokens: list[str] = []
-                digits = iter(self.rng.choices(range(10), k=size))  # more than enough: one per token
-                return tokens, self._write(root, tokens, digits)
+            tokens: list[str] = []
+            try:
+                value = self.tree(1, tokens, max_length)
+            except _TooLong:
+                continue
+            if len(tokens) >= min_length:
+                return tokens, value
         raise ListOpsError(
             f"no expression of {min_length}-{max_length} tokens with max_args={self.max_args} and "
-            f"max_depth={self.max_depth} in {self.ATTEMPTS} tries; widen the length range or raise max_args"
+            f"max_depth={self.max_depth} in {self.ATTEMPTS} trees; widen the length range or raise max_args"
         )
 
-    def _grow(self, length: int) -> tuple[_Node, int]:
-        """A tree of ``length`` tokens, or smaller when no list has room for its last token or two."""
-        rng, max_args = self.rng, self.max_args
-        root = _Node(1)
-        leaves: list[_Node] = []  # digits that may become operators (not at max_depth)
-        open_lists: list[_Node] = []  # operators with fewer than max_args arguments
-        size = 1 + self._branch(root, min(rng.randint(2, max_args), length - 2), leaves, open_lists)
-        while size < length:
-            room = length - size
-            if leaves and room >= 3:  # a digit becomes an operator over k digits: k + 1 tokens more
-                node = _take(leaves, rng)
-                size += self._branch(node, min(rng.randint(2, max_args), room - 1), leaves, open_lists)
-            elif open_lists:  # one digit more in a list with room
-                node = open_lists[rng.randrange(len(open_lists))]
-                child = _Node(node.depth + 1)
-                node.children.insert(rng.randrange(len(node.children) + 1), child)
-                self._keep(child, leaves)
-                if len(node.children) == max_args:
-                    open_lists.remove(node)
-                size += 1
-            else:
-                break
-        return root, size
-
-    def _branch(self, node: _Node, arguments: int, leaves: list[_Node], open_lists: list[_Node]) -> int:
-        """Make ``node`` an operator over ``arguments`` new digits; the tokens this adds."""
+    def tree(self, depth: int, tokens: list[str], limit: int) -> int:
+        """Append a tree's tokens (prefix order) drawn from ``depth`` down and return its value; :class:`_TooLong`
+        once ``tokens`` holds more than ``limit``."""
         rng = self.rng
-        node.operator = OPERATORS[rng.randrange(len(OPERATORS))]
-        node.children = [_Node(node.depth + 1) for _ in range(arguments)]
-        for child in node.children:
-            self._keep(child, leaves)
-        if arguments < self.max_args:
-            open_lists.append(node)
-        return arguments + 1  # operator, arguments and ] in place of the digit
-
-    def _keep(self, digit: _Node, leaves: list[_Node]) -> None:
-        """List a new digit among those that may become operators, unless it lies at ``max_depth``."""
-        if digit.depth <= self.max_depth:
-            leaves.append(digit)
-
-    def _write(self, node: _Node, tokens: list[str], digits: Iterator[int]) -> int:
-        """Append the tokens of ``node`` (prefix order), its digits drawn from ``digits``, and return its value."""
-        if node.operator is None:
-            value = next(digits)
+        if depth < self.max_depth and rng.random() < OPERATOR_P:
+            operator = OPERATORS[rng.randrange(len(OPERATORS))]
+            tokens.append(operator)
+            values = [self.tree(depth + 1, tokens, limit) for _ in range(rng.randint(2, self.max_args))]
+            tokens.append(CLOSE)
+            value = apply(operator, values)
+        else:
+            value = rng.randrange(10)
             tokens.append(DIGITS[value])
-            return value
-        tokens.append(node.operator)
-        values = [self._write(child, tokens, digits) for child in node.children]
-        tokens.append(CLOSE)
-        return apply(node.operator, values)
-
-
-def _take(nodes: list[_Node], rng: random.Random) -> _Node:
-    """Remove and return a random element in O(1) (order does not matter)."""
-    index = rng.randrange(len(nodes))
-    nodes[index], nodes[-1] = nodes[-1], nodes[index]
-    return nodes.pop()
+        if len(tokens) > limit:
+            raise _TooLong
+        return value
 
 
 @register("dataset", "listops")
@@ -173,7 +132,7 @@ class ListOpsDataset(Dataset):
         test_size: int = 1000  # expressions in the test split (LRA: 2000)
         min_length: int = 64  # shortest expression in tokens (LRA: 500)
         max_length: int = 512  # longest expression in tokens (LRA: 2000)
-        max_depth: int = 10  # most operators nested inside one another (LRA: 10)
+        max_depth: int = 10  # an operator only above this depth: at most max_depth - 1 nested (LRA: 10)
         max_args: int = 10  # most arguments of an operator; the least is 2 (LRA: 10)
 
         def __post_init__(self) -> None:
@@ -196,13 +155,27 @@ class ListOpsDataset(Dataset):
     def splits(self) -> dict[str, list[Item]]:
         cfg = self.cfg
         sizes = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
-        return {split: self._generate(split, sizes[split]) for split in SPLITS}
+        seen: set[str] = set()  # every expression drawn so far: none is kept twice
+        drawn = {split: self._generate(split, sizes[split], seen) for split in ("test", "val", "train")}
+        return {split: drawn[split] for split in SPLITS}
 
-    def _generate(self, split: str, size: int) -> list[Item]:
+    def _generate(self, split: str, size: int, seen: set[str]) -> list[Item]:
+        """``size`` expressions not in ``seen`` (which gains them)."""
         cfg = self.cfg
         generator = ExpressionGenerator(random.Random(f"listops:{cfg.seed}:{split}"), cfg.max_depth, cfg.max_args)
-        items = []
-        for index in range(size):
+        items, repeats = [], 0
+        while len(items) < size:
             tokens, value = generator.expression(cfg.min_length, cfg.max_length)
-            items.append(Item(f"{split}-{index}", " ".join(tokens), (DIGITS[value],)))
+            source = " ".join(tokens)
+            if source in seen:
+                repeats += 1
+                if repeats > REPEATS:
+                    raise ListOpsError(
+                        f"{split}: {REPEATS} expressions in a row were already drawn after {len(seen)} distinct ones "
+                        f"of {cfg.min_length}-{cfg.max_length} tokens; widen the length range or ask for fewer"
+                    )
+                continue
+            seen.add(source)
+            repeats = 0
+            items.append(Item(f"{split}-{len(items)}", source, (DIGITS[value],)))
         return items

@@ -1,9 +1,22 @@
 """The ``recall`` dataset: associative recall and selective copying over long sequences; generated, no files.
 
-Two synthetic probes of what a sequence model can keep in memory, the tasks on which linear-time models were
+Synthetic probes of what a sequence model can keep in memory, the tasks on which linear-time models were
 compared with attention:
 
-* ``associative_recall`` (Zoology's MQAR, Arora et al., 2023, with one query): ``pairs`` key-value pairs with
+* ``multi_query`` (Zoology's multi-query associative recall, MQAR; Arora et al., 2023): ``pairs`` key-value pairs
+  (distinct keys from ``key_vocab`` keys, distinct values from a separate ``value_vocab``), then random filler
+  in which every key is asked once. Pair ``i``'s query stands ``2 g`` positions after the pairs, the gap ``g``
+  drawn without replacement with probability proportional to ``(g + 1) ** (gap_exponent - 1)`` (Zoology's power
+  law: most queries come soon, a few late). The filler is drawn uniformly from every key and value, so a
+  filler token may look like a query; only the queries are scored. The reference tags every position, ``_``
+  (unscored) except at the queries, which carry their value (``task=tagging``)::
+
+      k3 v7 k12 v0 k5 v2 k12 v9 k5 k3 v0 ...  ->  _ _ _ _ _ _ v0 _ v2 v7 _ ...
+
+  A model answers at each query from what it read before, so accuracy is averaged over ``pairs`` recalls per
+  sequence. Values are distinct within a sequence: a guess that ignores the key (the most frequent value) is
+  right once in ``pairs``.
+* ``associative_recall`` (MQAR with one query): ``pairs`` key-value pairs with
   distinct keys, filler up to the sequence's length, then one of the keys; the label is its value::
 
       k3 v7 k12 v0 k5 v7 . . . . . . k12        ->  v0
@@ -36,7 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.api import SPLITS, Choice, ConfigError, Dataset, Item, at_least, one_of, register
+from zoo.api import SPLITS, Choice, ConfigError, Dataset, Item, at_least, one_of, positive, register
+from zoo.api.metrics import UNSCORED
 
 FILLER = "."
 
@@ -44,6 +58,7 @@ FILLER = "."
 class Mode(Choice):
     """Which probe the sequences are (module docstring)."""
 
+    multi_query = "multi_query"
     associative_recall = "associative_recall"
     selective_copying = "selective_copying"
 
@@ -52,13 +67,14 @@ class Mode(Choice):
 class RecallDataset(Dataset):
     """Associative recall (Arora et al., 2023) or selective copying (Gu & Dao, 2023): tokens in, recalled tokens out.
 
-    Sources are ``length`` whitespace-separated tokens: keys ``k<i>``, values ``v<i>`` and the filler ``.``.
-    References are the recalled value (associative_recall) or the copied tokens in order (selective_copying).
+    Sources are ``length`` whitespace-separated tokens: keys ``k<i>``, values ``v<i>`` and the filler (``.``, or
+    random keys and values in multi_query). References are a tag per source token (multi_query), the recalled value
+    (associative_recall) or the copied tokens in order (selective_copying).
     """
 
     @dataclass
     class Config:
-        mode: Mode = Mode.associative_recall  # recall the queried key's value, or copy the data tokens in order
+        mode: Mode = Mode.multi_query  # recall every queried key's value, one queried key's, or copy the data tokens
         seed: int = 0  # chooses the sequences; each split draws from its own stream
         train_size: int = 10000  # sequences in the training split
         val_size: int = 1000  # sequences in the validation split
@@ -68,6 +84,9 @@ class RecallDataset(Dataset):
         scatter: bool = False  # associative_recall: the pairs at random places among the filler, not at the start
         copies: int = 16  # selective_copying: data tokens to copy
         vocab_size: int = 64  # associative_recall: keys and values, half each; selective_copying: data tokens
+        key_vocab: int = 1024  # multi_query: the keys a sequence's distinct keys are drawn from (Zoology: 4096)
+        value_vocab: int = 1024  # multi_query: the values, apart from the keys; distinct within a sequence
+        gap_exponent: float = 0.01  # multi_query: a query's gap g has probability ~ (g + 1)^(a - 1) (Zoology: 0.01)
 
         def __post_init__(self) -> None:
             one_of(self, "mode", Mode)
@@ -78,10 +97,15 @@ class RecallDataset(Dataset):
             if self.mode == Mode.associative_recall:
                 at_least(self, "vocab_size", 2 * self.pairs, "the pairs need distinct keys: vocab_size / 2 of them")
                 at_least(self, "length", 2 * self.pairs + 1, "the pairs and the query must fit: 2 * pairs + 1")
-            else:
+            elif self.mode == Mode.selective_copying:
                 at_least(self, "vocab_size", 1)
                 if self.length < self.copies:
                     raise ConfigError(f"length={self.length} must hold the copies={self.copies} data tokens")
+            elif self.mode == Mode.multi_query:  # distinct keys and values, and a query slot for each pair
+                at_least(self, "key_vocab", self.pairs, "the pairs need distinct keys")
+                at_least(self, "value_vocab", self.pairs, "the pairs need distinct values")
+                positive(self, "gap_exponent", "Zoology's power law uses 0.01; 1 places the queries uniformly")
+                at_least(self, "length", 4 * self.pairs, "the pairs and a query two positions apart each: 4 * pairs")
 
     def files(self) -> list:
         return []  # generated from the config alone
@@ -89,7 +113,7 @@ class RecallDataset(Dataset):
     def splits(self) -> dict[str, list[Item]]:
         cfg = self.cfg
         sizes = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
-        draw = self._recall if cfg.mode == Mode.associative_recall else self._copying
+        draw = {Mode.multi_query: self._multi_query, Mode.associative_recall: self._recall}.get(cfg.mode, self._copying)
         items = {}
         for number, split in enumerate(SPLITS):
             sources, labels = draw(np.random.default_rng([cfg.seed, number]), sizes[split])
@@ -98,6 +122,28 @@ class RecallDataset(Dataset):
                 for index, (source, label) in enumerate(zip(sources, labels))
             ]
         return items
+
+    def _multi_query(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(size, length) source tokens and (size, length) tags of multi-query recall (module docstring)."""
+        cfg = self.cfg
+        context, slots = 2 * cfg.pairs, (cfg.length - 2 * cfg.pairs) // 2
+        keys = np.stack([rng.choice(cfg.key_vocab, cfg.pairs, replace=False) for _ in range(size)])  # (N, P)
+        values = np.stack([rng.choice(cfg.value_vocab, cfg.pairs, replace=False) for _ in range(size)])  # (N, P)
+        # The gaps: P of the slots without replacement, each in proportion to its weight (the P smallest of
+        # exponential arrival times divided by the weights: sampling one after another, vectorised).
+        weights = (np.arange(slots) + 1.0) ** (cfg.gap_exponent - 1)  # (slots,)
+        arrivals = rng.exponential(size=(size, slots)) / weights
+        chosen = np.argpartition(arrivals, cfg.pairs - 1, axis=1)[:, : cfg.pairs]  # (N, P), in no useful order
+        gaps = rng.permuted(chosen, axis=1)  # (N, P): pair i is asked at gap i, the pairs in random order
+        key_names, value_names = _names("k", cfg.key_vocab), _names("v", cfg.value_vocab)
+        every_token = np.concatenate([key_names, value_names])
+        sources = every_token[rng.integers(0, len(every_token), (size, cfg.length))]  # random filler
+        sources[:, 0:context:2], sources[:, 1:context:2] = key_names[keys], value_names[values]
+        queries = context + 2 * gaps  # (N, P)
+        np.put_along_axis(sources, queries, key_names[keys], axis=1)
+        tags = np.full((size, cfg.length), UNSCORED, dtype=object)
+        np.put_along_axis(tags, queries, value_names[values], axis=1)
+        return sources, tags
 
     def _recall(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(size, length) source tokens and (size, 1) labels of associative recall."""

@@ -8,7 +8,10 @@ in that layer, so they share one base class (as the ``rnn``, ``gru`` and ``lstm`
 * ``mamba``: a selective SSM whose step, input and output maps are computed from each token, inside a gated
   block with a short convolution, computed by a parallel scan.
 
-Time and memory grow linearly with the source length, and no attention weights are formed.
+Time and memory grow linearly with the source length, and no attention weights are formed, unless
+``attention_every`` places a softmax self-attention layer after every k-th block (a hybrid, as Jamba interleaves
+them, Lieber et al., 2024: Zoology finds a few such layers close most of the recall gap to attention, Arora et
+al., 2023); it is causal when the encoder reads left to right, and scores with the run's self-attention scorer.
 """
 
 from __future__ import annotations
@@ -20,10 +23,27 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.api import Encoder, EncoderOutput, register
-from zoo.api.layers import MambaLayout, S4DLayout, SSMStack
+from zoo.api import Encoder, EncoderOutput, at_least, multiple_of, register
+from zoo.api.layers import AttentionSublayer, HybridLayout, MambaLayout, S4DLayout, SSMStack
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class EncoderHybrid:
+    """The fields a state-space encoder adds to its family's layout (mixed in before it, so both are checked):
+    its direction and its attention layers."""
+
+    bidirectional: bool = True  # each block also reads the sentence right-to-left (a second SSM)
+    attention_every: int = 0  # a softmax self-attention layer after every k-th block (a hybrid); 0: none
+    attention_heads: int = 4  # heads of those layers; must divide d_model
+
+    def __post_init__(self) -> None:
+        super().__post_init__()  # the family's layout
+        at_least(self, "attention_every", 0)
+        at_least(self, "attention_heads", 1)
+        if self.attention_every:
+            multiple_of(self, "d_model", "attention_heads", "choose attention_heads that divide d_model")
 
 
 class SSMEncoder(Encoder):
@@ -34,10 +54,17 @@ class SSMEncoder(Encoder):
     another width first goes through a linear map. Every block is causal, so the padding at the end of a row never
     reaches its real steps; with ``bidirectional`` each block adds a second layer's pass over the sequence
     reversed within its real length (the padding stays at the end), so every step sees both sides. Order comes
-    from the recurrence itself: no position encoding is needed (posenc=none).
+    from the recurrence itself: no position encoding is needed (posenc=none). With ``attention_every`` k, a
+    pre-norm residual softmax self-attention layer follows blocks k, 2k, ... (built with ``scorer``, the run's
+    self-attention scorer), causal unless the encoder is bidirectional.
     """
 
-    def __init__(self, cfg: Any, input_dim: int) -> None:
+    @classmethod
+    def scores_with(cls, cfg: Any) -> bool:
+        """Only with attention layers placed."""
+        return bool(cfg.get("attention_every"))
+
+    def __init__(self, cfg: Any, input_dim: int, scorer: Any = None) -> None:
         super().__init__()
         self.input_proj = nn.Identity()
         if input_dim != cfg.d_model:
@@ -49,6 +76,12 @@ class SSMEncoder(Encoder):
             )
             self.input_proj = nn.Linear(input_dim, cfg.d_model)
         self.stack = SSMStack(cfg, bidirectional=cfg.bidirectional)
+        self.causal = not cfg.bidirectional
+        every, layout = cfg.attention_every, HybridLayout(heads=cfg.attention_heads)
+        after = range(every, cfg.layers + 1, every) if every else range(0)  # the blocks an attention layer follows
+        self.attention = nn.ModuleDict(
+            {str(block): AttentionSublayer(layout, cfg.d_model, cfg.norm, cfg.dropout, scorer) for block in after}
+        )
         self.output_dim = self.state_dim = cfg.d_model
 
     @staticmethod
@@ -56,7 +89,12 @@ class SSMEncoder(Encoder):
         return cfg["d_model"]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
-        memory = self.stack(self.input_proj(x), mask).masked_fill(~mask[..., None], 0.0)
+        h = self.input_proj(x)
+        for number, block in enumerate(self.stack.blocks, start=1):
+            h, _ = block(h, mask, False)
+            if str(number) in self.attention:
+                h, _ = self.attention[str(number)](h, key_mask=mask, causal=self.causal)
+        memory = self.stack.final_norm(h).masked_fill(~mask[..., None], 0.0)
         state = memory.sum(1) / mask.sum(1, keepdim=True).clamp(min=1).to(memory.dtype)
         return EncoderOutput(memory, mask, state)
 
@@ -71,8 +109,8 @@ class S4DEncoder(SSMEncoder):
     """
 
     @dataclass
-    class Config(S4DLayout):
-        bidirectional: bool = True  # each block also reads the sentence right-to-left (a second SSM)
+    class Config(EncoderHybrid, S4DLayout):
+        pass
 
 
 @register("encoder", "mamba")
@@ -84,5 +122,5 @@ class MambaEncoder(SSMEncoder):
     """
 
     @dataclass
-    class Config(MambaLayout):
-        bidirectional: bool = True  # each block also reads the sentence right-to-left (a second SSM)
+    class Config(EncoderHybrid, MambaLayout):
+        pass

@@ -11,25 +11,22 @@ one token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from zoo.api import UNK, ConfigError, Item, SourceDescription, Task, TaskError, build, register
+from zoo.api import ConfigError, Item, TaskError, build, register
 from zoo.api.metrics import length_bucket_label
-from zoo.api.text import load_tokenizer, pad, save_tokenizer, token_labels, tokenizer_path, train_tokenizer
+from zoo.api.text import LabelTask
 
-#: The labels' vocabulary: one id per distinct label seen in training.
-LABEL_TOKENIZER = {"name": "word"}
 #: Ids an output may have: the label and the end of sentence.
 OUTPUT_IDS = 2
 
 
 @register("task", "classification")
-class ClassificationTask(Task):
+class ClassificationTask(LabelTask):
     """Sequence classification: token sequences through a tokenizer, one label each; accuracy, by source length.
 
     Sources are text whose tokens the run's tokenizer reads (``word`` by default: whitespace-separated
@@ -39,8 +36,6 @@ class ClassificationTask(Task):
     head over a GRU encoder.
     """
 
-    source_kind = "text"
-    token_sources = True
     default_metrics = ("accuracy",)
     default_monitor = "accuracy"
     component_defaults = {"dataset": "listops", "tokenizer": "word", "decoder": "classifier"}
@@ -55,14 +50,11 @@ class ClassificationTask(Task):
             if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
                 raise ConfigError(f"length_buckets={edges} must be positive token counts in increasing order")
 
-    def __init__(self, cfg: Config, tokenizer: Any, frontend: Any) -> None:
-        super().__init__(cfg, tokenizer, frontend)
-        self.source_tokenizer = None
+    def labels(self, references: Iterable[str]) -> list[str]:
+        return sorted(set(references))
 
-    # ------------------------------------------------------------------ codecs
-    def fit(self, train: Sequence[Item]) -> None:
-        labels = sorted({reference for item in train for reference in item.references})
-        self.target_tokenizer = train_tokenizer(LABEL_TOKENIZER, labels)
+    def check_labels(self, labels: list[str]) -> None:
+        """Every label must be one word of the label vocabulary."""
         longer = next(
             ((label, len(ids)) for label, ids in zip(labels, self.encode_targets(labels)) if len(ids) != 1), None
         )
@@ -71,41 +63,6 @@ class ClassificationTask(Task):
                 f"task=classification needs one-word labels, but a training reference is {longer[0]!r} "
                 f"({longer[1]} tokens); choose a dataset of labels, or task=translation for sequence outputs"
             )
-        self.source_tokenizer = train_tokenizer(self.tokenizer_cfg, (item.source for item in train))
-
-    def _paths(self, run_dir: Path) -> tuple[Path, Path]:
-        return tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
-
-    def save(self, run_dir: Path) -> None:
-        for tokenizer, path in zip((self.source_tokenizer, self.target_tokenizer), self._paths(run_dir)):
-            save_tokenizer(tokenizer, path)
-
-    def saved(self, run_dir: Path) -> bool:
-        return all(path.is_file() for path in self._paths(run_dir))
-
-    def load(self, run_dir: Path) -> None:
-        source_path, target_path = self._paths(run_dir)
-        self.source_tokenizer = load_tokenizer(self.tokenizer_cfg, source_path)
-        self.target_tokenizer = load_tokenizer(LABEL_TOKENIZER, target_path)
-
-    def tokenizers(self) -> dict[str, Any]:
-        return {"source": self.source_tokenizer, "target": self.target_tokenizer}
-
-    def source_description(self) -> SourceDescription:
-        return SourceDescription("tokens", vocab_size=self.source_tokenizer.vocab_size)
-
-    # ------------------------------------------------------------------ sources
-    def encode_sources(self, sources: Sequence[str]) -> list[list[int]]:
-        return [ids or [UNK] for ids in self.source_tokenizer.encode(list(sources))]
-
-    def source_size(self, encoded: list[int]) -> int:
-        return len(encoded)
-
-    def collate_sources(self, encoded: Sequence[list[int]]) -> torch.Tensor:
-        return pad(encoded)
-
-    def source_labels(self, encoded: list[int]) -> list[str]:
-        return token_labels(self.source_tokenizer, encoded)
 
     def output_limit(self, source: torch.Tensor) -> torch.Tensor:
         return torch.full((source.size(0),), OUTPUT_IDS, dtype=torch.long, device=source.device)

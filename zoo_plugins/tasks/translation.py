@@ -12,32 +12,21 @@ import torch
 
 from zoo.api import (
     PAD,
-    UNK,
     ConfigError,
     Item,
     PredictCommand,
-    SourceDescription,
-    Task,
     TaskError,
     at_least,
     positive,
     register,
 )
 from zoo.api.metrics import bleu_by_source_length
-from zoo.api.text import (
-    load_tokenizer,
-    max_output_len,
-    pad,
-    save_tokenizer,
-    token_labels,
-    tokenizer_path,
-    train_tokenizer,
-)
+from zoo.api.text import TextTask, load_tokenizer, max_output_len, tokenizer_path, train_tokenizer
 from zoo.api.vision import names_image_file
 
 
 @register("task", "translation")
-class TranslationTask(Task):
+class TranslationTask(TextTask):
     """Machine translation: text sources through a tokenizer, BLEU and chrF, BLEU by source length.
 
     Source and target each get a tokenizer trained on the training split
@@ -47,8 +36,6 @@ class TranslationTask(Task):
     ``floor(max_len_ratio * source tokens) + max_len_offset`` ids.
     """
 
-    source_kind = "text"
-    token_sources = True
     default_metrics = ("bleu", "chrf")
     default_monitor = "bleu"
     command = PredictCommand(
@@ -71,10 +58,6 @@ class TranslationTask(Task):
             if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
                 raise ConfigError(f"length_buckets={edges} must be positive word counts in increasing order")
 
-    def __init__(self, cfg: Config, tokenizer: Any, frontend: Any) -> None:
-        super().__init__(cfg, tokenizer, frontend)
-        self.source_tokenizer = None
-
     # ------------------------------------------------------------------ codecs
     def fit(self, train: Sequence[Item]) -> None:
         sources = [item.source for item in train]
@@ -87,28 +70,12 @@ class TranslationTask(Task):
         self.source_tokenizer = train_tokenizer(self.tokenizer_cfg, sources)
         self.target_tokenizer = train_tokenizer(self.tokenizer_cfg, targets)
 
-    def _paths(self, run_dir: Path) -> tuple[Path, Path]:
-        return tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
-
-    def save(self, run_dir: Path) -> None:
-        for tokenizer, path in zip((self.source_tokenizer, self.target_tokenizer), self._paths(run_dir)):
-            save_tokenizer(tokenizer, path)
-
-    def saved(self, run_dir: Path) -> bool:
-        return all(path.is_file() for path in self._paths(run_dir))
-
     def load(self, run_dir: Path) -> None:
-        source_path, target_path = self._paths(run_dir)
+        source_path, target_path = tokenizer_path(run_dir, "source"), tokenizer_path(run_dir, "target")
         self.source_tokenizer = load_tokenizer(self.tokenizer_cfg, source_path)
         self.target_tokenizer = (
             self.source_tokenizer if self.cfg.joint_vocab else load_tokenizer(self.tokenizer_cfg, target_path)
         )
-
-    def tokenizers(self) -> dict[str, Any]:
-        return {"source": self.source_tokenizer, "target": self.target_tokenizer}
-
-    def source_description(self) -> SourceDescription:
-        return SourceDescription("tokens", vocab_size=self.source_tokenizer.vocab_size)
 
     # ------------------------------------------------------------------ sources
     def read_input(self, text: str) -> str:
@@ -120,18 +87,6 @@ class TranslationTask(Task):
                 f"caption images with a captioning run (zoo caption RUN {name})"
             )
         return text
-
-    def encode_sources(self, sources: Sequence[str]) -> list[list[int]]:
-        return [ids or [UNK] for ids in self.source_tokenizer.encode(list(sources))]
-
-    def source_size(self, encoded: list[int]) -> int:
-        return len(encoded)
-
-    def collate_sources(self, encoded: Sequence[list[int]]) -> torch.Tensor:
-        return pad(encoded)
-
-    def source_labels(self, encoded: list[int]) -> list[str]:
-        return token_labels(self.source_tokenizer, encoded)
 
     def output_limit(self, source: torch.Tensor) -> torch.Tensor:
         return max_output_len(source != PAD, self.cfg.max_len_ratio, self.cfg.max_len_offset)
