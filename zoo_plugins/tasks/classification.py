@@ -43,6 +43,7 @@ class ClassificationTask(Task):
     token_sources = True
     default_metrics = ("accuracy",)
     default_monitor = "accuracy"
+    one_token_outputs = True
     component_defaults = {"dataset": "listops", "tokenizer": "word", "decoder": "classifier"}
 
     @dataclass
