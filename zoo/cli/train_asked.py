@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from zoo.config.compose import config_groups
 from zoo.config.overrides import key_and_value
+from zoo.config.sections import BUDGETS
 from zoo.errors import ZooError
 
 #: Settings only a sweep reads (``-m``): without it Hydra runs one job and never looks at them.
@@ -28,8 +29,6 @@ BUDGET_DECIDES = (
     "trainer.val_check_interval",
     "trainer.check_val_every_n_epoch",
 )
-#: The budgets, each of which decides those settings.
-BUDGETS = ("budget_flops", "budget_minutes")
 
 
 class NotAsAsked(ZooError):
