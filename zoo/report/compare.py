@@ -40,6 +40,7 @@ from zoo.report.stats import (
 from zoo.report.terminal import draw
 from zoo.report.words import dataset_words, signature_words
 from zoo.run.claim import refuse_live_run
+from zoo.run.layout import SUMMARY_FILE
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -560,6 +561,12 @@ def compare(
     if not families and not any(board.runs or board.skipped for _, board in boards):
         raise RunsNotFound(
             f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)"
+        )
+    if not families and all(run.status == "unreadable" for run in runs):
+        raise RunsNotFound(
+            f"no run under {', '.join(map(str, paths))} has a record to compare: {runs[0].path / SUMMARY_FILE} "
+            f"holds no run's summary{f' (nor do {len(runs) - 1} more)' if len(runs) > 1 else ''}; give folders of "
+            "runs that zoo train wrote"
         )
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
