@@ -134,8 +134,10 @@ class Leaderboard:
         self.comparisons: dict[str, Comparison | None] = {}
 
     def find(self, label: str) -> list[Group]:
-        """The groups named ``label``, else those whose name contains it."""
-        return [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
+        """The groups named ``label``, else those whose name contains it, else those whose every run has the settings
+        it writes as ``key=value`` (a configuration alone is labelled in words: ``gru encoder, rnn decoder``)."""
+        named = [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
+        return named or [g for g in self.groups if g.runs and all(has_settings(run, label) for run in g.runs)]
 
     def test_against(self, baseline: Group) -> None:
         """Each configuration's difference from ``baseline`` on the sorted metric, its confidence interval and
@@ -664,11 +666,23 @@ def written_by_zoo(page: Path) -> bool:
         return False
 
 
+def has_settings(run: Run, written: str) -> bool:
+    """Whether ``run`` has every ``key=value`` setting ``written`` names (space-separated)."""
+    pairs = [pair.partition("=") for pair in written.split()]
+    return bool(pairs) and all(sep and str(run.settings.get(key)) == value for key, sep, value in pairs)
+
+
+def typed(group: Group) -> str:
+    """How ``--baseline`` names ``group`` on a command line: its label where that is settings, else its encoder."""
+    encoder = group.runs[0].settings.get("encoder") if group.runs else None
+    return group.label if group.settings or encoder is None else f"encoder={encoder}"
+
+
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     """Test every board holding exactly one configuration named ``label`` against it."""
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
-        labels = [g.label for _, board in boards for g in board.groups]
+        labels = [typed(g) for _, board in boards for g in board.groups]
         # a label in words ("gru encoder, rnn decoder") is found by any part of it, so a typo is matched to the parts
         words = {part.split()[0] for name in labels for part in name.split(", ") if part.split()}
         raise CompareError(

@@ -202,8 +202,8 @@ def training_had_ended(run_dir: Path, cfg: DictConfig, previous: dict) -> bool:
         return False
     if finished and (previous.get("tested", True) or not cfg.test) and budget is not None:
         raise ResumeRefused(
-            f"run {run_dir} spent its {budget}={saved.get(budget)} already ({previous.get('steps', '?')} steps, laid "
-            "out when it started); resuming it would only test it again and overwrite its record, whatever its "
+            f"run {run_dir} spent its {budget}={float(new[budget]):g} already ({previous.get('steps', '?')} steps, "
+            "laid out when it started); resuming it would only test it again and overwrite its record, whatever its "
             f"training limits: for a larger budget start a new run; its results: zoo compare {run_dir}"
         )
     if finished and (previous.get("tested", True) or not cfg.test):
