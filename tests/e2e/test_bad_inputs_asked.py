@@ -20,6 +20,8 @@ TRAIN = ["train", *TRAIN_TINY]
 SWEEP = ["train", "-m", *TRAIN_TINY]
 # No experiment: the cases choose their own.
 BARE = ["train", "trainer.enable_progress_bar=false"]
+# The smoke test's data without the tiny model's widths: the cases choose their own components.
+SMOKE = [*BARE, "experiment=smoke"]
 # The presets that sweep (their hydra.sweeper.params), each needing -m.
 SWEEPING_PRESETS = [
     "compare_families",
@@ -124,9 +126,14 @@ CASES = [
     ),
     Case("resume", ["train", "resume=run"], "whatever its training limits", copy="finished_run", files=budgeted),
     # ----- a decoder that cannot write the task's outputs
-    Case("config", [*TRAIN, "decoder=classifier"], "writes one token per source (a label), but task=translation"),
+    Case("config", [*SMOKE, "decoder=classifier"], "writes one token per source (a label), but task=translation"),
     Case("config", [*BARE, "task=captioning", "decoder=classifier"], "but task=captioning writes sequences"),
-    Case("config", [*SWEEP, "decoder=rnn,classifier"], "decoder=classifier writes one token"),
+    Case("config", ["train", "-m", *SMOKE[1:], "decoder=rnn,classifier"], "decoder=classifier writes one token"),
+    # ----- a monitor that cannot score the task's outputs: it would choose the checkpoint by noise
+    Case("config", [*BARE, "experiment=listops", "monitor=bleu"], "needs outputs of 4 words or more"),
+    Case("config", [*BARE, "experiment=recall", "monitor=bleu4"], "e.g. monitor=accuracy"),
+    # ----- a resume that chooses another component: named as such, not as an edited config.yaml
+    Case("resume", ["train", "resume=run", "posenc=sinusoidal"], "with posenc.name=sinusoidal", copy="finished_run"),
     # ----- data that could never fit
     Case("bounds", [*BARE, "experiment=recall", "dataset.length=100000000"], "more than this machine's memory"),
     Case("bounds", [*BARE, "experiment=recall", "dataset.length=10000"], "wider than a whole batch"),

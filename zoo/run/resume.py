@@ -150,7 +150,8 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
         saved.update({f"scst.{key}": saved.get(f"optim.{key}") for key in STEP_SETTINGS})
     saved = {**ADDED_SETTINGS, **saved}
     may_change = [key for key in RESUME_MAY_CHANGE if key not in ("resume", "resume_mode")]
-    for key in sorted(set(saved) | set(new), key=lambda k: (k.split(".")[0], k)):
+    # A component chosen anew first: its other fields then differ too, and would read as an edited config.yaml.
+    for key in sorted(set(saved) | set(new), key=lambda k: (not k.endswith(".name"), k.split(".")[0], k)):
         if saved.get(key, "<unset>") == new.get(key, "<unset>"):
             continue
         if any(key == allowed or key.startswith(allowed + ".") for allowed in RESUME_MAY_CHANGE):
