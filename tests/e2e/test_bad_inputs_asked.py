@@ -71,6 +71,16 @@ def summaries(content: str) -> Callable[[Path], None]:
     return write
 
 
+def plugin_with_a_bad_default(here: Path) -> None:
+    """A plugin folder whose attention's Config has a default of the wrong type."""
+    (here / "my_plugins").mkdir()
+    (here / "my_plugins" / "wide.py").write_text(
+        "from dataclasses import dataclass\n\nfrom zoo.api import Attention, register\n\n\n"
+        "@register('attention', 'wide')\nclass Wide(Attention):\n    @dataclass\n    class Config:\n"
+        "        width: int = 'wide'\n"
+    )
+
+
 CASES = [
     # ----- a sweep's settings without -m: one ordinary run would train
     Case("asked", [*TRAIN, "hydra/sweeper=optuna", "model=gru", "hydra.sweeper.trials=1"], SWEEP_ONLY),
@@ -151,6 +161,8 @@ CASES = [
     Case("messages", ["compare", "runs"], "holds no run's summary (nor do 1 more)", files=summaries("{}")),
     Case("messages", ["compare", "runs"], "holds no run's summary", files=summaries("null")),
     Case("messages", ["compare", "runs"], "holds no run's summary", files=summaries("[1, 2]")),
+    # ----- a plugin's Config whose default is of the wrong type: one line, not OmegaConf's three
+    Case("plugin", [*TRAIN, "plugin_dirs=[my_plugins]"], "full_key: width", files=plugin_with_a_bad_default),
     # ----- a range for a setting the search space does not tune yet
     Case(
         "search",
