@@ -682,9 +682,10 @@ def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     """Test every board holding exactly one configuration named ``label`` against it."""
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
-        labels = [typed(g) for _, board in boards for g in board.groups]
+        groups = [g for _, board in boards for g in board.groups]
+        labels = [typed(g) for g in groups]
         # a label in words ("gru encoder, rnn decoder") is found by any part of it, so a typo is matched to the parts
-        words = {part.split()[0] for name in labels for part in name.split(", ") if part.split()}
+        words = {part.split()[0] for g in groups for part in g.label.split(", ") if part.split()}
         raise CompareError(
             with_hint(
                 f"--baseline {label!r} names no single configuration",
