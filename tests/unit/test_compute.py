@@ -185,6 +185,21 @@ def test_a_budget_in_minutes_is_laid_out_from_timed_steps(tmp_path):
     assert record["budget"]["minutes"] == 0.02 and record["steps"] == record["budget"]["steps"] >= 8
 
 
+@pytest.mark.slow
+def test_a_resumed_budget_in_minutes_reads_its_steps_and_is_not_timed_again(tmp_path):
+    """A run trained untested, resumed to test: its record keeps the steps compute.json laid out (9 here, which no
+    timing gives: timed steps are a multiple of the 8 validations)."""
+    run = tmp_path / "run"
+    fork_zoo("train", *TINY, "trainer.budget_minutes=0.02", "test=false", f"hydra.run.dir={run}", cwd=tmp_path)
+    compute = json.loads((run / COMPUTE_FILE).read_text())
+    assert compute["budget"]["unit"] == "minutes" and compute["budget"]["steps"] % 8 == 0
+    compute["budget"]["steps"] = 9
+    (run / COMPUTE_FILE).write_text(json.dumps(compute))
+    fork_zoo("train", f"resume={run}", "test=true", cwd=tmp_path)
+    record = json.loads((run / "summary.json").read_text())
+    assert record["tested"] and record["budget"]["steps"] == 9
+
+
 def test_a_budget_is_in_flops_or_in_minutes_not_both():
     with pytest.raises(ConfigError, match="state the budget in FLOPs or in minutes, not both"):
         TrainerConfig(budget_flops=1e12, budget_minutes=5)
