@@ -111,7 +111,7 @@ def sweep_params(preset: dict) -> dict[str, list[str]]:
 
 #: The FLOP budget a preset that sweeps budgets runs at here, buying the tiny models a step or two: one (more only
 #: repeat the sweep; unit/test_compute.py shows zoo compare reading several).
-TINY_BUDGETS = ["1e8"]
+TINY_BUDGETS = ["1e10"]
 
 
 def shrinking_overrides(preset: dict) -> list[str]:

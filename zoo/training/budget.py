@@ -115,6 +115,11 @@ def rows_to_spend(cost: CostModel, batch: dict, remainder: float) -> int:
     return min(range(len(charges)), key=lambda rows: abs(charges[rows] - remainder))
 
 
+def steps_needed(validations: int) -> str:
+    """What ``validations`` need of a budget, in words: a step each."""
+    return f"the {validations} steps its validations need" if validations > 1 else "the step its validation needs"
+
+
 def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tuple[float, dict | None]]) -> Layout:
     """The steps that spend ``budget``: whole steps while they fit, then as many rows of the next batch as come
     nearest the rest (in a single process; else the whole step where that is nearer). One step a validation, the
@@ -126,7 +131,7 @@ def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tu
             least = spent + (cost.flops(BatchShape.of(head(batch, 1))) if batch is not None else charge)
             if budget < least:
                 raise BudgetError(
-                    f"trainer.budget_flops={budget:g} buys less than the {validations} steps its validations need (a "
+                    f"trainer.budget_flops={budget:g} buys less than {steps_needed(validations)} (a "
                     f"step each: at least {least:.3g} FLOPs for this run, the last step cut to one row); give at least "
                     f"{least:.3g}, or fewer trainer.budget_validations"
                 )
@@ -166,7 +171,7 @@ def minutes_layout(trainer_cfg, module: torch.nn.Module, loader) -> Layout:
     steps = validations * round(60 * minutes / per_step / validations)
     if steps < validations:
         raise BudgetError(
-            f"trainer.budget_minutes={minutes:g} buys less than the {validations} steps its validations need (a step "
+            f"trainer.budget_minutes={minutes:g} buys less than {steps_needed(validations)} (a step "
             f"each, and a step takes {per_step:.3g} s here: at least {validations * per_step / 60:.3g} minutes); "
             "raise it, or lower trainer.budget_validations"
         )
