@@ -11,7 +11,8 @@ Conventions shared by every function here:
 * ``max_len`` is the most ids a sentence may produce, EOS included; a sentence that
   has not produced EOS by then is cut there. It is an int (the same for every
   sentence) or a (B,) tensor (one limit per sentence, see :func:`max_output_len`).
-* PAD and BOS are never generated: their logits are set to -inf before choosing.
+* PAD and BOS are never generated: their logits are set to -inf before choosing; nor are EOS and UNK as the first
+  token of a decoder that writes one (``Decoder.writes_one_token``: a label).
 * Everything runs under ``torch.no_grad()``. Putting the model in ``eval()`` mode
   (no dropout) is the caller's job, as it is for any PyTorch inference.
 """
@@ -26,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo.config.checks import Choice
-from zoo.contracts import BOS, EOS, PAD, EncoderOutput
+from zoo.contracts import BOS, EOS, PAD, UNK, EncoderOutput
 from zoo.errors import ZooError
 
 if TYPE_CHECKING:  # the config imports the choices below, so it is imported only where used
@@ -130,11 +131,16 @@ def _limits(max_len: int | torch.Tensor, batch: int, device: torch.device) -> to
 
 
 def _next_logits(model: Any, y: torch.Tensor, enc: EncoderOutput, cache: dict, t: int) -> tuple[torch.Tensor, dict]:
-    """One decoder step; PAD and BOS are made impossible. Returns float32 (B, V) logits and the cache."""
+    """One decoder step; PAD and BOS are made impossible, and so are EOS and UNK as the first token of a decoder that
+    writes one (a label: an under-trained head may score them highest). Returns float32 (B, V) logits and the
+    cache."""
     logits, cache, _ = model.decoder.step(y, enc, cache, t)
     logits = logits.float().clone()
     logits[:, PAD] = float("-inf")
     logits[:, BOS] = float("-inf")
+    if t == 0 and getattr(model.decoder, "writes_one_token", False):
+        logits[:, EOS] = float("-inf")
+        logits[:, UNK] = float("-inf")
     return logits, cache
 
 

@@ -37,4 +37,10 @@ def report(error: BaseException) -> None:
     """Print ``error`` for a user: one ``zoo: error:`` line, after its traceback when :func:`verbose`."""
     if verbose():
         traceback.print_exception(error)
-    print(f"zoo: error: {error}", file=sys.stderr)
+    print(f"zoo: error: {folded(error)}", file=sys.stderr)
+
+
+def folded(error: BaseException) -> str:
+    """An error's text on one line: a library's message inside zoo's (an OmegaConf validation error in a plugin's
+    config: value, key, class) may run over several."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())

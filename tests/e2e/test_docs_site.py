@@ -133,3 +133,18 @@ def test_api_reference_documents_every_public_name(site: Path, module: str):
     assert set(missing) <= TUPLE_ASSIGNED
     assert all(name in text for name in missing)
     assert ":class:" not in text and ":func:" not in text  # Sphinx roles are shown as the code they name
+
+
+def test_a_docs_build_that_fails_its_strict_check_leaves_no_partial_site(tmp_path):
+    """``./run docs build`` builds aside and moves the site into place only once the strict build passes."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# broken\n\n[a page that is not there](missing.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: broken\n")
+    site = ROOT / "site"
+    before = site.stat().st_mtime_ns if site.exists() else None
+    built = subprocess.run(
+        [str(ROOT / "run"), "docs", "build", "-f", str(tmp_path / "mkdocs.yml")], capture_output=True, text=True
+    )
+    assert built.returncode != 0 and "missing.md" in built.stderr
+    assert not (tmp_path / "site").exists() and not list(ROOT.glob(".site-building.*"))
+    assert (site.stat().st_mtime_ns if site.exists() else None) == before

@@ -111,7 +111,7 @@ def sweep_params(preset: dict) -> dict[str, list[str]]:
 
 #: The FLOP budget a preset that sweeps budgets runs at here, buying the tiny models a step or two: one (more only
 #: repeat the sweep; unit/test_compute.py shows zoo compare reading several).
-TINY_BUDGETS = ["1e8"]
+TINY_BUDGETS = ["1e10"]
 
 
 def shrinking_overrides(preset: dict) -> list[str]:
@@ -126,7 +126,8 @@ def shrinking_overrides(preset: dict) -> list[str]:
         pytest.fail(f"no tiny settings for dataset={choice['dataset']}; add them to SMALL_DATA in {__file__}")
     overrides = [*FEW_BATCHES, *SMALL_DATA[choice["dataset"]]]
     if "trainer.budget_flops" in sweep_params(preset):  # budgets in FLOPs train for as many steps as they buy
-        overrides += [f"trainer.budget_flops={','.join(TINY_BUDGETS)}", "trainer.budget_validations=2"]
+        overrides = [o for o in overrides if not o.startswith("trainer.max_epochs=")]  # which the budget decides
+        overrides += [f"trainer.budget_flops={','.join(TINY_BUDGETS)}", "trainer.budget_validations=1"]
     for (group, name), sizes in SMALL_MODEL.items():
         if group not in touched and choice[group] == name:
             overrides += sizes

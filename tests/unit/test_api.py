@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
+import warnings
 
 import pytest
 from helpers import ROOT
@@ -50,3 +52,14 @@ def test_a_moved_name_still_works_and_says_where_it_is_now(old):
     with pytest.warns(DeprecationWarning, match=rf"zoo\.api\.{old} is now {module}\.{new}"):
         found = getattr(zoo.api, old)
     assert found is getattr(importlib.import_module(module), new)
+
+
+def test_a_moved_name_is_told_once_as_zoos_own_warning(caplog, monkeypatch):
+    """Python shows a DeprecationWarning only in __main__, which a plugin's import never is."""
+    monkeypatch.setattr(zoo.api._moved, "told", set())
+    with caplog.at_level(logging.WARNING), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as Python's default filters do outside __main__
+        first, again = zoo.api.Scorer, zoo.api.Scorer
+    (told,) = caplog.records
+    assert first is again
+    assert told.getMessage() == "zoo.api.Scorer is now zoo.api.Attention: import it from there (the old name will go)"

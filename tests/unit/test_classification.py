@@ -10,7 +10,7 @@ from helpers.config import composed
 from zoo import registry
 from zoo.checks.inputs import small_config
 from zoo.config.checks import ConfigError
-from zoo.contracts import EOS, PAD, EncoderOutput, Item, SourceDescription
+from zoo.contracts import EOS, PAD, UNK, EncoderOutput, Item, SourceDescription
 from zoo.contracts.task import TaskError
 from zoo.decoding import beam_search, greedy, sample
 from zoo.model import Seq2Seq
@@ -131,3 +131,14 @@ def test_the_head_learns_a_batch_over_every_encoder_and_writes_its_label_then_th
     assert greedy(model, source, max_len=2) == expected
     assert beam_search(model, source, beam_size=3, max_len=2) == expected
     assert sample(model, source, top_k=1, max_len=2) == expected
+
+
+def test_the_head_never_writes_a_special_token_as_the_label():
+    """Untrained, the head may score the end of sentence or the unknown token highest; a label is written instead."""
+    torch.manual_seed(0)
+    model = classifier_model("gru").eval()
+    with torch.no_grad():
+        model.decoder.head[-1].bias[[EOS, UNK]] = 100.0
+    source = torch.randint(4, 12, (3, 7))
+    for written in (greedy(model, source, max_len=2), beam_search(model, source, beam_size=3, max_len=2)):
+        assert all(len(ids) == 1 and ids[0] >= 4 for ids in written), written

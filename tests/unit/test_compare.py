@@ -120,6 +120,16 @@ def test_a_baseline_gets_a_difference_ci_and_p_value_for_every_row(tmp_path):
         compare([tmp_path], baseline="transformer")
 
 
+def test_a_configuration_alone_is_a_baseline_by_its_settings_and_offered_as_one(tmp_path):
+    """Alone, a configuration is labelled in words ("gru encoder, ..."), which no command line writes."""
+    for seed in (1, 2):
+        write(tmp_path / f"gru{seed}", summary("gru", {"bleu": 20.0}, seed=seed))
+    (group,) = Leaderboard(find_runs([tmp_path])).find("encoder=gru")
+    assert not group.settings
+    with pytest.raises(CompareError, match="choose one of: encoder=gru$"):
+        compare([tmp_path], baseline="encoder=lstm")
+
+
 def test_csv_and_json_carry_the_test_of_each_row(tmp_path):
     for name, hypotheses in (("gru", [" ".join(s.split()[:-2]) for s in SENTENCES]), ("lstm", SENTENCES)):
         for seed in (1, 2):

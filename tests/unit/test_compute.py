@@ -3,7 +3,6 @@ which budget."""
 
 import dataclasses
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,7 +24,18 @@ from zoo.report.compare import compare
 from zoo.report.frontier import frontier
 from zoo.report.runs import find_runs
 from zoo.run.record import totals
-from zoo.training.budget import Layout, epoch_batches, fit_run_cost, lay_out, write_compute_file
+from zoo.training import budget
+from zoo.training.budget import (
+    MAX_EPOCHS,
+    BudgetError,
+    Layout,
+    budget_layout,
+    epoch_batches,
+    fit_run_cost,
+    lay_out,
+    minutes_layout,
+    write_compute_file,
+)
 from zoo.training.compute import (
     COMPUTE_FILE,
     COUNTED_BATCHES,
@@ -175,6 +185,21 @@ def test_a_budget_in_minutes_is_laid_out_from_timed_steps(tmp_path):
     assert record["budget"]["minutes"] == 0.02 and record["steps"] == record["budget"]["steps"] >= 8
 
 
+@pytest.mark.slow
+def test_a_resumed_budget_in_minutes_reads_its_steps_and_is_not_timed_again(tmp_path):
+    """A run trained untested, resumed to test: its record keeps the steps compute.json laid out (9 here, which no
+    timing gives: timed steps are a multiple of the 8 validations)."""
+    run = tmp_path / "run"
+    fork_zoo("train", *TINY, "trainer.budget_minutes=0.02", "test=false", f"hydra.run.dir={run}", cwd=tmp_path)
+    compute = json.loads((run / COMPUTE_FILE).read_text())
+    assert compute["budget"]["unit"] == "minutes" and compute["budget"]["steps"] % 8 == 0
+    compute["budget"]["steps"] = 9
+    (run / COMPUTE_FILE).write_text(json.dumps(compute))
+    fork_zoo("train", f"resume={run}", "test=true", cwd=tmp_path)
+    record = json.loads((run / "summary.json").read_text())
+    assert record["tested"] and record["budget"]["steps"] == 9
+
+
 def test_a_budget_is_in_flops_or_in_minutes_not_both():
     with pytest.raises(ConfigError, match="state the budget in FLOPs or in minutes, not both"):
         TrainerConfig(budget_flops=1e12, budget_minutes=5)
@@ -263,9 +288,20 @@ def test_a_resumed_run_charges_by_the_cost_model_and_layout_it_wrote(tmp_path, m
     layout = Layout(budget=2e6, steps=2, validate_every=1, flops=2e6, last_rows=None)
     write_compute_file(tmp_path, cost, layout)
     monkeypatch.setattr(trainer, "fit_run_cost", lambda *a: pytest.fail("measured again on resume"))
-    run, resume = SimpleNamespace(path=tmp_path, writes=True), SimpleNamespace(resuming=True)
-    read_cost, read = trainer.compute_layout(TrainerConfig(budget_flops=2e6), None, None, run, resume)
+    saved = json.loads((tmp_path / COMPUTE_FILE).read_text())
+    read_cost, read = trainer.compute_layout(TrainerConfig(budget_flops=2e6), None, None, saved)
     assert read == layout and read_cost.flops(BatchShape(4, 10, 10, 40, 40)) == pytest.approx(1e6)
+
+
+def test_a_resumed_budget_in_minutes_keeps_the_steps_it_was_timed_at(tmp_path, monkeypatch):
+    """Timed again, a resumed run would train other steps than it started with, and change its schedule mid-run."""
+    from zoo.training import trainer
+
+    layout = Layout(budget=5.0, steps=40, validate_every=5, flops=None, unit="minutes")
+    write_compute_file(tmp_path, CostModel.fit([(BatchShape(4, 10, 10, 40, 40), 1e6)]), layout)
+    monkeypatch.setattr(trainer, "minutes_layout", lambda *a: pytest.fail("timed again on resume"))
+    saved = json.loads((tmp_path / COMPUTE_FILE).read_text())
+    assert trainer.compute_layout(TrainerConfig(budget_minutes=5.0), None, None, saved)[1] == layout
 
 
 def test_a_budget_ends_with_the_rows_of_the_last_batch_that_spend_it():
@@ -276,7 +312,30 @@ def test_a_budget_ends_with_the_rows_of_the_last_batch_that_spend_it():
     assert layout.flops == pytest.approx(35_000)
     at_the_floor = lay_out(12_000, 2, cost, iter(steps))  # two validations: two steps, the second trimmed
     assert (at_the_floor.steps, at_the_floor.last_rows, at_the_floor.flops) == (2, 4, pytest.approx(12_000))
-    assert lay_out(3_000, 2, cost, iter(steps)).steps == 2  # at least one step a validation
+
+
+def test_a_budget_below_a_step_a_validation_is_refused_with_the_least_that_buys_them():
+    cost = CostModel.fit([(BatchShape.of(token_batch(r, 10)), 1000.0 * r) for r in (2, 5, 8)])  # 1,000 a row
+    with pytest.raises(BudgetError, match=r"at least 9e\+03 FLOPs"):  # a whole step, then one row
+        lay_out(3_000, 2, cost, iter([(8000.0, token_batch(8, 10))] * 10))
+
+
+def test_a_budget_of_more_epochs_than_are_laid_out_is_refused_with_what_it_would_take(monkeypatch):
+    monkeypatch.setattr(budget, "epoch_steps", lambda *a: [(1000.0, None)] * 10)  # 1e4 FLOPs an epoch
+    with pytest.raises(BudgetError, match=r"would train 1e\+26 epochs .* at most 1000 epochs"):
+        budget_layout(TrainerConfig(budget_flops=1e30), None, None)
+    assert budget_layout(TrainerConfig(budget_flops=MAX_EPOCHS * 1e4), None, None).steps == MAX_EPOCHS * 10
+
+
+@pytest.mark.parametrize(
+    ("minutes", "refusal"),
+    [(0.05, r"buys less than the 8 steps .* at least 0.133 minutes"), (1e6, r"would train 6e\+06 epochs")],
+)
+def test_a_budget_in_minutes_buys_a_step_a_validation_and_at_most_the_epochs_laid_out(minutes, refusal, monkeypatch):
+    monkeypatch.setattr(budget, "seconds_per_batch", lambda *a: 1.0)  # a step a second, ten steps an epoch
+    with pytest.raises(BudgetError, match=refusal):
+        minutes_layout(TrainerConfig(budget_minutes=minutes), None, [None] * 10)
+    assert minutes_layout(TrainerConfig(budget_minutes=1.0), None, [None] * 10).steps == 64  # 60 steps, 8 a validation
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "inverse_sqrt", "constant"])

@@ -321,6 +321,35 @@ def test_dashboard_of_a_home_folder_serves_its_runs_files_and_nothing_else(tmp_p
     assert [name for name, (_, body) in refused.items() if b"PRIVATE" in body] == []
 
 
+def test_a_run_folder_that_links_out_of_the_watched_folder_is_not_served(tmp_path):
+    make_run(tmp_path / "elsewhere" / "r", "dot", 1)
+    (tmp_path / "watched").mkdir()
+    (tmp_path / "watched" / "r").symlink_to(tmp_path / "elsewhere" / "r")
+    make_run(tmp_path / "watched" / "mine", "dot", 1)
+    with serving(tmp_path / "watched") as port:
+        assert ask(port, "/mine/summary.json")[0] == 200
+        assert ask(port, "/r/summary.json")[0] == 404
+
+
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_a_dashboard_listening_beyond_this_machine_says_so(host, warned, tmp_path, monkeypatch, capsys):
+    from zoo.cli import dashboard
+
+    class Stopped:
+        server_address = (host, 8765)
+
+        def serve_forever(self):
+            raise KeyboardInterrupt
+
+        def server_close(self):
+            pass
+
+    monkeypatch.setattr("zoo.report.serve.make_server", lambda *a: Stopped())
+    dashboard.run([str(tmp_path), "--host", host], "")
+    said = capsys.readouterr().err
+    assert ("zoo: warning: --host 0.0.0.0 serves these runs" in said) is warned
+
+
 def test_dashboard_refuses_a_request_addressed_to_another_host(tmp_path):
     """A page whose DNS name an attacker rebound to 127.0.0.1 sends its own name as Host: refused (403)."""
     make_run(tmp_path / "r", "dot", 1)

@@ -3,6 +3,7 @@ machine that cannot compile it runs the PyTorch form after one warning."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 
 import pytest
@@ -76,7 +77,7 @@ def test_a_compiler_that_fails_leaves_the_pytorch_form_and_no_file(tmp_path, mon
         with caplog.at_level(logging.WARNING, logger=recurrence.__name__):
             assert recurrence.compiled() is None
         (warning,) = caplog.records
-        assert warning.message.startswith("the C selective scan did not compile")
+        assert warning.message.startswith("the C selective scan could not be built or loaded")
         assert list((tmp_path / "kernels").iterdir()) == []  # the partial library removed
         h = recurrence.states(
             torch.full((1, 3, 1, 1, 2), 0.5), torch.ones(1, 3, 1, 2), torch.ones(1, 3, 1, 1), torch.zeros(1, 1, 1, 2)
@@ -86,17 +87,41 @@ def test_a_compiler_that_fails_leaves_the_pytorch_form_and_no_file(tmp_path, mon
         recurrence.compiled.cache_clear()
 
 
-def test_a_damaged_library_in_the_cache_is_compiled_again(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", [2_000, 8_000, 16_000])
+def test_a_library_cut_short_in_the_cache_is_built_again_before_it_is_loaded(kept, tmp_path, monkeypatch):
+    """Loaded, a library cut short passes dlopen and ends the process with SIGBUS at its first call."""
     if recurrence.compiled() is None:
         pytest.skip("no C compiler here (cc or $CC)")
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
-    library = recurrence.library_path(recurrence.c_compiler())
-    library.parent.mkdir()
-    library.write_bytes(b"\x7fELF cut short")
     recurrence.compiled.cache_clear()
     try:
-        assert recurrence.compiled() is not None
-        assert library.stat().st_size > 1000
+        library = recurrence.library_path(recurrence.c_compiler())
+        assert recurrence.compiled() is not None and recurrence.intact(library)
+        cut = library.with_name("cut.so")  # as a copy of the cache stopped part-way leaves it (a file of its own:
+        cut.write_bytes(library.read_bytes()[:kept])  # cut in place, the library this process maps would be too)
+        cut.replace(library)
+        recurrence.compiled.cache_clear()
+        run(chunk(torch.float32, 3))
+        assert recurrence.intact(library) and library.stat().st_size > kept
+    finally:
+        recurrence.compiled.cache_clear()
+
+
+def test_a_library_that_does_not_load_leaves_the_pytorch_form_with_one_warning(tmp_path, monkeypatch, caplog):
+    if recurrence.compiled() is None:
+        pytest.skip("no C compiler here (cc or $CC)")
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(recurrence, "_load", lambda library: ctypes.CDLL(str(library.with_name("nothing.so"))))
+    recurrence.compiled.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger=recurrence.__name__):
+            h, *_ = run(chunk(torch.float32, 3))
+            run(chunk(torch.float32, 3))
+        (warning,) = caplog.records
+        assert warning.message.startswith("the C selective scan could not be built or loaded") and "nothing.so" in (
+            warning.message
+        )
+        assert h.shape == (3, 3, 2, 5, 13)
     finally:
         recurrence.compiled.cache_clear()
 

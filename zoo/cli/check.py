@@ -21,8 +21,10 @@ def run(args: list[str], description: str) -> None:
     opts = parser.parse_args(args)
     from zoo import registry
     from zoo.checks import cases_for, run_case
+    from zoo.nn.recurrence import kernels_switched_on
     from zoo.registry.discovery import discover
 
+    kernels_switched_on()  # $ZOO_CPU_KERNELS is on or off: a typo is one line now, not a failure in every case
     discover(opts.plugin_dir)
     components = [component for given in opts.names for component in resolve(given)]
     failed = 0

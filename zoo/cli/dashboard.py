@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from zoo.cli.args import CommandParser, port_number, positive_int
 
 
@@ -16,7 +18,7 @@ def run(args: list[str], description: str) -> None:
     from zoo.registry.discovery import discover
 
     try:
-        from zoo.report.serve import make_server
+        from zoo.report.serve import LOOPBACK, make_server
     except ImportError as error:
         raise ZooError(f"the dashboard needs Plotly ({error}); install it with: pip install 'zoo[report]'") from None
 
@@ -33,6 +35,13 @@ def run(args: list[str], description: str) -> None:
         ) from None
     host, port = server.server_address[:2]
     print(f"zoo dashboard: http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+    if opts.host not in LOOPBACK:
+        print(
+            f"zoo: warning: --host {opts.host} serves these runs (their configs, scores and outputs) to every machine "
+            "that can reach this one, with no password; --host 127.0.0.1 keeps them on this machine",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -21,7 +21,8 @@ from omegaconf import DictConfig
 
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
-from zoo.cli.train_checks import check_composition, check_modes, is_search
+from zoo.cli.train_asked import check_asked
+from zoo.cli.train_checks import check_composition, check_modes, is_multirun, is_search
 from zoo.config.compose import plugin_dirs_from_overrides
 from zoo.config.presets import check_presets_not_repeated
 from zoo.config.renamed import check_renamed
@@ -67,17 +68,19 @@ def one_line_errors() -> Iterator[None]:
 
 
 def checked(overrides: list[str]) -> list[str]:
-    """The overrides the jobs run with, checked (:mod:`zoo.cli.train_checks`): with ``resume=RUN_DIR``, the run's own
-    overrides first (:func:`zoo.run.resume.resume_overrides`); in a search, each range a setting allows."""
+    """The overrides the jobs run with, checked (:mod:`zoo.cli.train_checks`, and against what Hydra will do with
+    them: :mod:`zoo.cli.train_asked`): with ``resume=RUN_DIR``, the run's own overrides first
+    (:func:`zoo.run.resume.resume_overrides`); in a search, each range a setting allows."""
     from zoo.run.resume import resume_overrides
 
     check_modes(overrides)
     kernels_switched_on()  # $ZOO_CPU_KERNELS is on or off: a typo is one line now, not in the first training step
     check_renamed(overrides)
     check_presets_not_repeated(overrides)
-    overrides = resume_overrides(overrides)
+    given, overrides = overrides, resume_overrides(overrides)
     discover(plugin_dirs_from_overrides(overrides))
     register_sweeper()
+    check_asked(given, is_multirun(given))
     check_composition(overrides)
     if is_search(overrides):
         from zoo.search.space import ranges_added

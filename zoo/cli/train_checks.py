@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from hydra._internal.utils import get_args_parser
 
+from zoo.cli.train_asked import check_composed_as_asked, check_preset_sweep
 from zoo.config.compose import compose_config
 from zoo.config.overrides import CompositionError, parse_overrides
 from zoo.config.suggest import did_you_mean, with_hint
@@ -109,6 +110,11 @@ def check_flag_value(given_as: str, flag: Flag, value: str | None) -> None:
     raise ZooError(f"{refusal} (e.g. zoo train {given_as} {takes[0]})")
 
 
+def is_multirun(overrides: list[str]) -> bool:
+    """Whether the command line runs Hydra's multirun (``-m``): a sweep, or a search."""
+    return any(o in spellings("multirun") for o in overrides)
+
+
 def is_search(overrides: list[str]) -> bool:
     """Whether the command line runs a search (``hydra/sweeper=optuna``), whose jobs are trials."""
     return any(o == f"hydra/sweeper={name}" for o in overrides for name in SWEEPER_PACKAGES)
@@ -133,6 +139,7 @@ def check_composition(overrides: list[str]) -> None:
         for o in parsed
     ]
     first = [choices[0] for choices in settings]
+    check_preset_sweep(compose_config(first, hydra=True), overrides, is_multirun(overrides))
     checks = JobChecks(values=not is_search(overrides), machine=runs_here(overrides))
     check_job(first, checks)
     for k, choices in enumerate(settings):
@@ -157,6 +164,7 @@ def check_job(overrides: list[str], checks: JobChecks) -> None:
     from zoo.training.preflight import validate
 
     cfg = compose_config(overrides)
+    check_composed_as_asked(cfg, overrides)
     if checks.values:
         validate(cfg)
     else:
@@ -219,7 +227,7 @@ def check_sweeper(overrides: list[str]) -> None:
         raise CompositionError(
             f"hydra/sweeper={chosen[-1]} needs {package}, which is not installed: pip install 'zoo[{extra}]'"
         )
-    if any(o in spellings("multirun") for o in overrides):
+    if is_multirun(overrides):
         from zoo.search.sweeper import check_search
 
         check_search(overrides, compose_config)

@@ -22,6 +22,17 @@ def compose_config(overrides: list[str], hydra: bool = False) -> DictConfig:
         raise CompositionError(explain(error, overrides)) from None
 
 
+def config_groups() -> set[str]:
+    """Every config group a command line may choose from (``encoder``, ``experiment``, ``hydra/sweeper``, ...), with
+    the plugins discovered so far."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_module("zoo.conf", version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        return {*loader.list_groups(""), *(f"hydra/{group}" for group in loader.list_groups("hydra"))}
+
+
 def plugin_dirs_from_overrides(overrides: list[str]) -> list[str]:
     """The ``plugin_dirs=[...]`` override, read before Hydra composes anything (plugins must register first)."""
     candidates = [o for o in overrides if o.lstrip("+~").startswith("plugin_dirs=")]

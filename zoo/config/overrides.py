@@ -17,12 +17,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.config.suggest import close_matches
 from zoo.errors import ZooError
-from zoo.registry.kinds import OPTIONAL_GROUPS
+from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Hydra's grammar for overrides, for a line that cannot be read.
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 #: Where every component's fields and the run's options are shown.
 SHOWN_BY_LIST = "zoo list shows the components and their fields"
+#: Where a search's ranges live (zoo.search.space): a range for a setting it does not tune yet is added with ``+``.
+SEARCH_SPACE = "search.space."
 #: A component with at most this many fields has them listed in the message about a mistyped one.
 FEW_FIELDS = 8
 
@@ -168,8 +170,14 @@ def unknown_key(detail: str, overrides: list[str]) -> str | None:
     if rest is None:
         return None
     node = OmegaConf.select(rest, parent, default=None) if parent else rest
-    if node is None:
+    if node is None and any(parent in kind.groups for kind in GROUP_KINDS):  # a kind's group with no choice made
         return f"{given}: nothing is chosen for {parent} here, so it has no {name}; choose one first ({parent}=NAME)"
+    if node is None and key.startswith(SEARCH_SPACE):  # a range for a setting the space does not tune yet
+        return f"{given}: {parent} holds no ranges; add one to the space with +{given.lstrip('+')}"
+    if node is None:
+        close = close_matches(parent, [str(k) for k in rest.keys()]) if "." not in parent else []
+        hint = f"did you mean {close[0]}.{name}={given.partition('=')[2]}? " if close else ""
+        return f"{given}: {hint}the config has no {parent} (`zoo train --cfg job` shows its keys)"
     if not isinstance(node, DictConfig):
         return None
     fields = [str(k) for k in node.keys() if k != "name"]

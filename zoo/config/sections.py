@@ -80,6 +80,10 @@ class OptimConfig:
 ON_THE_CPU = "on the CPU use strategy=ddp (trainer=ddp_cpu: 2 processes) or auto, or train on GPUs with trainer=ddp"
 
 
+#: The trainer's budgets: each lays out a run's steps, validations and stopping when it starts (zoo.training.budget).
+BUDGETS = ("budget_flops", "budget_minutes")
+
+
 @dataclass
 class TrainerConfig:
     """Passed to ``lightning.Trainer`` as keyword arguments, except zoo's own fields (``patience``, ``cpu_threads``,

@@ -20,6 +20,9 @@ class Metric:
 
     higher_is_better: bool = True
     bounds: tuple[float | None, float | None] = (None, None)
+    #: The fewest words an output needs for its score to say anything (BLEU's 4-grams: 4): a task whose outputs are
+    #: one token (``Task.one_token_outputs``) refuses to monitor one that needs more.
+    min_words: int = 1
 
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg

@@ -198,6 +198,9 @@ class Decoder(nn.Module):
 
     uses_scorer: bool = True
     uses_self_scorer: bool = False
+    #: True when every output it writes is one token and the end of sentence (a classification head): only a task
+    #: whose outputs are one token (``Task.one_token_outputs``) can use it.
+    writes_one_token: bool = False
     #: Config groups of presets ({group: {choice: {field: value}}}) that set some of this decoder's fields in one
     #: word, chosen as ``group=choice`` (the Transformer's ``kv_layout=gqa``); they ship with the plugin, so a
     #: component's shorthands need no file in zoo's own config folder. Any component may declare them.

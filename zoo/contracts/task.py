@@ -55,6 +55,9 @@ class Task:
     #: Metric plugins used when the config names none, and the one that picks checkpoints.
     default_metrics: tuple[str, ...] = ()
     default_monitor: str = ""
+    #: True when every output is one token (a label): a decoder that writes one token (``Decoder.writes_one_token``)
+    #: is refused by a task whose outputs are sequences.
+    one_token_outputs: bool = False
     #: Its choices for other kinds ({kind: name}) unless the command line or an experiment chooses.
     component_defaults: dict[str, str] = {}
     #: The command that uses its runs (``zoo translate RUN ...``); None: ``zoo predict RUN ...`` only.

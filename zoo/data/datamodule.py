@@ -98,7 +98,7 @@ class ZooDataModule(L.LightningDataModule):
         self.task = build_task(cfg)
         self.items: dict[str, list[Item]] = {}
         self.encoded: dict[str, EncodedSplit] = {}
-        self._fitted = False  # codecs fitted by this data module (saved to the run directory at setup)
+        self._fitted = False  # codecs fitted by this data module and not yet saved to the run directory (at setup)
         self.prepared: PreparedData | None = None  # the prepared files the splits are read from
         self._samplers: dict[str, LengthBucketSampler] = {}
         self._resume_at: tuple[int, int] | None = None  # (epoch, training batches done) from a checkpoint
@@ -149,12 +149,19 @@ class ZooDataModule(L.LightningDataModule):
         return self.items
 
     def setup(self, stage: str | None = None) -> None:
+        """Every split's rows selected (:meth:`select`), and the codecs this module fitted saved in the run."""
+        self.select()
+        if self._fitted:
+            self.task.save(self.run_dir)
+            self._fitted = False
+
+    def select(self) -> None:
+        """Encode every split and select its rows; nothing is written (a job lays out its budget over them before
+        its record starts)."""
         if self.encoded:
             return
         self.read()
-        if self._fitted:
-            self.task.save(self.run_dir)
-        else:
+        if not self._fitted:
             self.task.load(self.run_dir)
             log.info("loaded the task's codecs from %s", self.run_dir)
         log.info("source: %s; target vocabulary: %d", self.task.source_description(), self.task.target_vocab_size)
@@ -165,7 +172,7 @@ class ZooDataModule(L.LightningDataModule):
         """Every training item's references by item index (``batch["index"]``), decoded from its target rows, so
         prepared and in-memory data give the same (:mod:`zoo.data.references`)."""
         if self._training_references is None:
-            self.setup()
+            self.select()
             train = self.encoded["train"]
             self._training_references = TrainingReferences(
                 train.targets, train.target_item, len(train.sources), self.task
@@ -268,7 +275,7 @@ class ZooDataModule(L.LightningDataModule):
     def batch_sampler(self, split: str, shuffle: bool) -> TokenBudgetBatchSampler:
         """The batch sampler of a split; under DDP each process gets its share of the batches of every split
         (evaluation: every batch exactly once, see :meth:`TokenBudgetBatchSampler.evaluation_share`)."""
-        self.setup()
+        self.select()
         if split not in self._samplers:  # one per split: a loader built again in the same epoch reuses its order
             sizes = self.encoded[split].sizes
             per_batch = max(1, self.max_tokens * len(sizes) // max(1, int(np.sum(sizes))))

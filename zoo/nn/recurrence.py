@@ -9,6 +9,11 @@ them. It is compiled once per machine with the system's C compiler (``$CC``, els
 ``$ZOO_CACHE_DIR/kernels/`` (default ``~/.cache/zoo/kernels/``) and loaded with ctypes, which lets other threads
 run while it works. ``ZOO_CPU_KERNELS=off`` keeps the PyTorch form. Without a compiler, or where it fails (its
 message is logged once), the PyTorch form runs; the two compute the same sums (equal to rounding).
+
+A library cut short (a copy or an rsync of the cache stopped part-way) still passes ``dlopen`` and then ends the
+process with SIGBUS at its first call, without a word. So its size and SHA-256 are written beside it when it is
+built (``recurrence-KEY.so.sha256``), checked before it is loaded, and a library that does not match, or has no
+such record, is built again; a load that fails anyway leaves the PyTorch form, with one warning.
 """
 
 from __future__ import annotations
@@ -130,24 +135,21 @@ def _library_for(*chunks: torch.Tensor) -> ctypes.CDLL | None:
 @functools.cache
 def compiled() -> ctypes.CDLL | None:
     """recurrence.c compiled for this machine (once: the library is kept under the cache folder, named by a hash of
-    the source, the compiler and its flags), or None where it is switched off or cannot be compiled."""
+    the source, the compiler and its flags, and built again where it is not the file its record describes), or None
+    where it is switched off or cannot be built or loaded."""
     if not kernels_switched_on():
         return None
     compiler = c_compiler()
     if compiler is None:
         return None
     library = library_path(compiler)
-    if library.exists():
-        try:
-            return _load(library)
-        except (OSError, AttributeError):
-            pass  # not a library of these loops (cut short by a full disk?): compiled again
     try:
-        _compile(compiler, library)
+        if not intact(library):
+            _compile(compiler, library)
         return _load(library)
     except (OSError, AttributeError, subprocess.SubprocessError) as error:
         detail = getattr(error, "stderr", None) or error
-        log.warning("the C selective scan did not compile (%s); using the PyTorch form", detail)
+        log.warning("the C selective scan could not be built or loaded (%s); using the PyTorch form", detail)
         return None
 
 
@@ -175,6 +177,23 @@ def library_path(compiler: str) -> Path:
     return cache / "kernels" / f"recurrence-{key[:16]}.so"
 
 
+def record_path(library: Path) -> Path:
+    """Where the size and SHA-256 of ``library`` are kept: beside it."""
+    return library.with_name(library.name + ".sha256")
+
+
+def fingerprint(library: Path) -> str:
+    """The record of a library: its size in bytes and its SHA-256."""
+    data = library.read_bytes()
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+
+
+def intact(library: Path) -> bool:
+    """Whether ``library`` is the file its record describes (False where either is missing)."""
+    record = record_path(library)
+    return library.is_file() and record.is_file() and record.read_text() == fingerprint(library)
+
+
 def _load(library: Path) -> ctypes.CDLL:
     scan = ctypes.CDLL(str(library))
     sizes = [ctypes.c_ssize_t] * 5  # ptrdiff_t
@@ -185,15 +204,19 @@ def _load(library: Path) -> ctypes.CDLL:
 
 
 def _compile(compiler: str, library: Path) -> None:
-    """Compile into a file of its own, then rename it into place: processes compiling at once (DDP's ranks, a
-    sweep's jobs) never load a half-written library, and a full disk leaves nothing behind."""
+    """Compile into a file of its own, write its record, then rename it into place: processes compiling at once
+    (DDP's ranks, a sweep's jobs) never load a half-written library, and a full disk leaves nothing behind."""
     library.parent.mkdir(parents=True, exist_ok=True)
     handle, partial = tempfile.mkstemp(dir=library.parent, prefix=".recurrence-", suffix=".so")
     os.close(handle)
+    partial, record = Path(partial), record_path(Path(partial))
     try:
-        command = [compiler, *FLAGS, "-o", partial, str(SOURCE)]
+        command = [compiler, *FLAGS, "-o", str(partial), str(SOURCE)]
         subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+        record.write_text(fingerprint(partial))
+        os.replace(record, record_path(library))
         os.replace(partial, library)
         log.info("compiled the selective scan into %s", library)
     finally:
-        Path(partial).unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)

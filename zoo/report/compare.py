@@ -41,6 +41,7 @@ from zoo.report.terminal import draw
 from zoo.report.widths import width_map
 from zoo.report.words import dataset_words, signature_words
 from zoo.run.claim import refuse_live_run
+from zoo.run.layout import SUMMARY_FILE
 from zoo.search.report import format_search, mark_tuned, search_families, search_record
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -134,8 +135,10 @@ class Leaderboard:
         self.comparisons: dict[str, Comparison | None] = {}
 
     def find(self, label: str) -> list[Group]:
-        """The groups named ``label``, else those whose name contains it."""
-        return [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
+        """The groups named ``label``, else those whose name contains it, else those whose every run has the settings
+        it writes as ``key=value`` (a configuration alone is labelled in words: ``gru encoder, rnn decoder``)."""
+        named = [g for g in self.groups if g.label == label] or [g for g in self.groups if label in g.label]
+        return named or [g for g in self.groups if g.runs and all(has_settings(run, label) for run in g.runs)]
 
     def test_against(self, baseline: Group) -> None:
         """Each configuration's difference from ``baseline`` on the sorted metric, its confidence interval and
@@ -562,6 +565,12 @@ def compare(
         raise RunsNotFound(
             f"no runs under {', '.join(map(str, paths))} (looked for summary.json in every folder below)"
         )
+    if not families and all(run.status == "unreadable" for run in runs):
+        raise RunsNotFound(
+            f"no run under {', '.join(map(str, paths))} has a record to compare: {runs[0].path / SUMMARY_FILE} "
+            f"holds no run's summary{f' (nor do {len(runs) - 1} more)' if len(runs) > 1 else ''}; give folders of "
+            "runs that zoo train wrote"
+        )
     if fmt == "json":
         return json.dumps([{"note": why, **json.loads(board.render(fmt))} for why, board in boards], indent=2)
     text = "\n\n".join(
@@ -672,13 +681,26 @@ def written_by_zoo(page: Path) -> bool:
         return False
 
 
+def has_settings(run: Run, written: str) -> bool:
+    """Whether ``run`` has every ``key=value`` setting ``written`` names (space-separated)."""
+    pairs = [pair.partition("=") for pair in written.split()]
+    return bool(pairs) and all(sep and str(run.settings.get(key)) == value for key, sep, value in pairs)
+
+
+def typed(group: Group) -> str:
+    """How ``--baseline`` names ``group`` on a command line: its label where that is settings, else its encoder."""
+    encoder = group.runs[0].settings.get("encoder") if group.runs else None
+    return group.label if group.settings or encoder is None else f"encoder={encoder}"
+
+
 def _set_baseline(boards: list[tuple[str, Leaderboard]], label: str) -> None:
     """Test every board holding exactly one configuration named ``label`` against it."""
     found = [(board, board.find(label)) for _, board in boards]
     if not any(len(groups) == 1 for _, groups in found):
-        labels = [g.label for _, board in boards for g in board.groups]
+        groups = [g for _, board in boards for g in board.groups]
+        labels = [typed(g) for g in groups]
         # a label in words ("gru encoder, rnn decoder") is found by any part of it, so a typo is matched to the parts
-        words = {part.split()[0] for name in labels for part in name.split(", ") if part.split()}
+        words = {part.split()[0] for g in groups for part in g.label.split(", ") if part.split()}
         raise CompareError(
             with_hint(
                 f"--baseline {label!r} names no single configuration",

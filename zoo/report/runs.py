@@ -229,4 +229,9 @@ def existing(paths: list[str | Path]) -> list[Path]:
             f"no such file or folder: {', '.join(missing)}; give run directories or folders holding "
             "them (e.g. multirun/)"
         )
+    files = [Path(path) for path in paths if not Path(path).is_dir()]
+    if files:
+        raise RunsNotFound(
+            f"{files[0]} is a file; give the run directory that holds it ({files[0].parent}), or a folder of runs"
+        )
     return [Path(path) for path in paths]

@@ -178,8 +178,10 @@ class Dashboard:
         raise Refused(404, NOT_SERVED)
 
     def _is_run(self, folder: Path) -> bool:
-        """Whether ``folder`` holds a run (its summary) at or below a watched folder, as :func:`find_runs` reads."""
-        return any(folder.is_relative_to(f) for f in self.folders) and (folder / SUMMARY_FILE).is_file()
+        """Whether ``folder`` holds a run (its summary) at or below a watched folder, as :func:`find_runs` reads, once
+        links are followed: a run folder that is a link out of the watched folders is not theirs to serve."""
+        real = folder.resolve()
+        return any(real.is_relative_to(f) for f in self.folders) and (folder / SUMMARY_FILE).is_file()
 
 
 def _sections_mark(runs: list[Run]) -> str:

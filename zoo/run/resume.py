@@ -24,7 +24,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from zoo.config.files import RESTORE, load_yaml
 from zoo.config.overrides import override_key
 from zoo.config.schema import ResumeMode
-from zoo.config.sections import STEP_SETTINGS, ScstConfig
+from zoo.config.sections import BUDGETS, STEP_SETTINGS, ScstConfig
 from zoo.errors import ZooError
 from zoo.run.identity import RECORDING_SETTINGS, flat
 from zoo.run.layout import CONFIG_FILE, LAST_CHECKPOINT, LOCK_FILE, OVERRIDES_FILE, SUMMARY_FILE
@@ -150,7 +150,8 @@ def check_resume_config(run_dir: Path, cfg: DictConfig) -> None:
         saved.update({f"scst.{key}": saved.get(f"optim.{key}") for key in STEP_SETTINGS})
     saved = {**ADDED_SETTINGS, **saved}
     may_change = [key for key in RESUME_MAY_CHANGE if key not in ("resume", "resume_mode")]
-    for key in sorted(set(saved) | set(new), key=lambda k: (k.split(".")[0], k)):
+    # A component chosen anew first: its other fields then differ too, and would read as an edited config.yaml.
+    for key in sorted(set(saved) | set(new), key=lambda k: (not k.endswith(".name"), k.split(".")[0], k)):
         if saved.get(key, "<unset>") == new.get(key, "<unset>"):
             continue
         if any(key == allowed or key.startswith(allowed + ".") for allowed in RESUME_MAY_CHANGE):
@@ -190,14 +191,22 @@ def training_had_ended(run_dir: Path, cfg: DictConfig, previous: dict) -> bool:
     resumed with ``test=true``) and no training limit was raised.
 
     A finished, tested run resumed with the same training limits would only test again and overwrite its
-    record (its time, memory and latency): refused, saying how to train it longer.
+    record (its time, memory and latency): refused, saying how to train it longer. A budget's run is refused
+    whatever its limits: its steps were laid out when it started, so it would train none.
     """
     saved, new = _saved_and_new(run_dir, cfg)
-    if any(saved.get(key) != new.get(key) for key in TRAINING_LIMITS):
+    budget = next((f"trainer.{name}" for name in BUDGETS if cfg.trainer.get(name) is not None), None)
+    if budget is None and any(saved.get(key) != new.get(key) for key in TRAINING_LIMITS):
         return False
     finished = previous.get("status") == "finished"
     if not (finished or previous.get("trained")):
         return False
+    if finished and (previous.get("tested", True) or not cfg.test) and budget is not None:
+        raise ResumeRefused(
+            f"run {run_dir} spent its {budget}={float(new[budget]):g} already ({previous.get('steps', '?')} steps, "
+            "laid out when it started); resuming it would only test it again and overwrite its record, whatever its "
+            f"training limits: for a larger budget start a new run; its results: zoo compare {run_dir}"
+        )
     if finished and (previous.get("tested", True) or not cfg.test):
         raise ResumeRefused(
             f"run {run_dir} finished already ({previous.get('steps', '?')} steps); resuming it would only test it "

@@ -112,8 +112,8 @@ class Search:
             f"hydra.sweeper.{name}={value} must be {rule}"
             for name, value, rule, ok in (
                 ("trials", self.trials, ">= 1, or null with minutes", self.trials is None or self.trials >= 1),
-                ("minutes", self.minutes, "> 0, or null with trials", self.minutes is None or self.minutes > 0),
-                ("flops", self.flops, "> 0, or null with trials", self.flops is None or self.flops > 0),
+                ("minutes", self.minutes, "> 0 and finite, or null with trials", spendable(self.minutes)),
+                ("flops", self.flops, "> 0 and finite, or null with trials", spendable(self.flops)),
                 ("n_jobs", self.n_jobs, ">= 1", self.n_jobs >= 1),
                 ("sampler", self.sampler_name, f"one of {', '.join(SAMPLERS)}", self.sampler_name in SAMPLERS),
             )
@@ -492,6 +492,11 @@ def job_dir(cfg: DictConfig, number: int) -> Path:
     with open_dict(cfg):
         cfg.hydra.job.num, cfg.hydra.job.id = number, str(number)
     return Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+
+
+def spendable(budget: float | None) -> bool:
+    """A search's budget in minutes or FLOPs: none, or a positive finite amount (an infinite one never ends)."""
+    return budget is None or (math.isfinite(budget) and budget > 0)
 
 
 def trial_flops(folder: Path | None) -> float:

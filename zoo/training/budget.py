@@ -6,12 +6,18 @@ training will read them, charges each by the run's :class:`~zoo.training.compute
 whose running total is nearest the budget: the run is charged what the layout added up, and the budget holds to
 half a step's FLOPs whatever the epoch's mix of lengths (the first batches alone were 4-9 % off). Validation runs
 every ``ceil(steps / budget_validations)`` steps and at the last one (the last segment is trimmed to the budget),
-so at the same fractions of the budget for every model. The cost model and the layout are written to the run
-folder (:data:`~zoo.training.compute.COMPUTE_FILE`) and a resumed run reads them instead of measuring again.
+so at the same fractions of the budget for every model. A budget in minutes (``trainer.budget_minutes``) is laid
+out as the steps a few timed batches say it buys. The cost model and the layout are written to the run folder
+(:data:`~zoo.training.compute.COMPUTE_FILE`) and a resumed run reads them instead of measuring or timing again, so it
+trains the steps and schedule it started with.
+
+A budget is refused, before the run's record starts, when it cannot buy a step for each of its validations, or when
+it would take more than :data:`MAX_EPOCHS` epochs of the run's data (``budget_flops=1e30``: 1e17 epochs).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -23,20 +29,40 @@ from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from zoo.data.collate import Collate
-from zoo.training.compute import COMPUTE_FILE, COUNTED_BATCHES, BatchShape, CostModel, count_flops, processes, spread
+from zoo.errors import ZooError
+from zoo.training.compute import (
+    COMPUTE_FILE,
+    COUNTED_BATCHES,
+    TIMED_BATCHES,
+    BatchShape,
+    CostModel,
+    count_flops,
+    processes,
+    seconds_per_batch,
+    spread,
+    uses_gpu,
+)
+
+#: The most epochs of its data a budget is laid out over: beyond, it is refused with what it would take.
+MAX_EPOCHS = 1000
+
+
+class BudgetError(ZooError):
+    """A budget that cannot be spent as asked: too small for a step a validation, or absurdly large."""
 
 
 @dataclass(frozen=True)
 class Layout:
-    """A FLOP budget as Lightning's limits: ``steps`` optimiser steps, validated every ``validate_every`` steps and
-    at the last, whose batch keeps its first ``last_rows`` rows (all where None); ``flops`` is what they are
-    charged."""
+    """A budget as Lightning's limits: ``steps`` optimiser steps, validated every ``validate_every`` steps and at the
+    last, whose batch keeps its first ``last_rows`` rows (all where None); ``budget`` is in ``unit`` (flops or
+    minutes), and ``flops`` is what a FLOP budget's steps are charged."""
 
     budget: float
     steps: int
     validate_every: int
-    flops: float
+    flops: float | None
     last_rows: int | None = None
+    unit: str = "flops"
 
 
 def epoch_batches(data, epoch: int) -> Iterator[dict]:
@@ -59,15 +85,23 @@ def fit_run_cost(module: torch.nn.Module, data, k: int = COUNTED_BATCHES) -> Cos
     return CostModel.fit(list(zip((shapes[i] for i in sorted(chosen)), counts)))
 
 
-def run_steps(cost: CostModel, data, world: int) -> Iterator[tuple[float, dict | None]]:
-    """Every optimiser step of the run, epoch after epoch, as its FLOPs and (in a single process) its batch:
-    ``world`` processes each take one batch a step, and an epoch's last batches that not every process would get
-    are left out (as training leaves them)."""
-    for epoch in range(10**9):
-        batches = list(epoch_batches(data, epoch))
-        charges = [cost.flops(BatchShape.of(batch)) for batch in batches]
-        for first in range(0, len(batches) // world * world, world):
-            yield sum(charges[first : first + world]), batches[first] if world == 1 else None
+def epoch_steps(cost: CostModel, data, world: int, epoch: int) -> list[tuple[float, dict | None]]:
+    """The optimiser steps of ``epoch`` as their FLOPs and (in a single process) their batch: ``world`` processes
+    each take one batch a step, and the last batches that not every process would get are left out (as training
+    leaves them)."""
+    batches = list(epoch_batches(data, epoch))
+    charges = [cost.flops(BatchShape.of(batch)) for batch in batches]
+    return [
+        (sum(charges[first : first + world]), batches[first] if world == 1 else None)
+        for first in range(0, len(batches) // world * world, world)
+    ]
+
+
+def run_steps(cost: CostModel, data, world: int, first: list) -> Iterator[tuple[float, dict | None]]:
+    """Every optimiser step of the run, epoch after epoch, from the ``first`` epoch's (:func:`epoch_steps`)."""
+    yield from first
+    for epoch in itertools.count(1):
+        yield from epoch_steps(cost, data, world, epoch)
 
 
 def head(batch: dict, rows: int) -> dict:
@@ -81,12 +115,26 @@ def rows_to_spend(cost: CostModel, batch: dict, remainder: float) -> int:
     return min(range(len(charges)), key=lambda rows: abs(charges[rows] - remainder))
 
 
+def steps_needed(validations: int) -> str:
+    """What ``validations`` need of a budget, in words: a step each."""
+    return f"the {validations} steps its validations need" if validations > 1 else "the step its validation needs"
+
+
 def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tuple[float, dict | None]]) -> Layout:
     """The steps that spend ``budget``: whole steps while they fit, then as many rows of the next batch as come
-    nearest the rest (in a single process; else the whole step where that is nearer). At least one step a
-    validation, the last of them trimmed the same way where the budget ends within it."""
+    nearest the rest (in a single process; else the whole step where that is nearer). One step a validation, the
+    last of them trimmed the same way where the budget ends within it; a budget smaller than those steps (the
+    last cut to one row) is a :class:`BudgetError` naming the least that buys them."""
     spent, taken, last_rows = 0.0, 0, None
     for charge, batch in steps:
+        if taken == validations - 1:
+            least = spent + (cost.flops(BatchShape.of(head(batch, 1))) if batch is not None else charge)
+            if budget < least:
+                raise BudgetError(
+                    f"trainer.budget_flops={budget:g} buys less than {steps_needed(validations)} (a "
+                    f"step each: at least {least:.3g} FLOPs for this run, the last step cut to one row); give at least "
+                    f"{least:.3g}, or fewer trainer.budget_validations"
+                )
         if spent + charge <= budget or taken < validations - 1:
             spent, taken = spent + charge, taken + 1
             continue
@@ -101,9 +149,38 @@ def lay_out(budget: float, validations: int, cost: CostModel, steps: Iterable[tu
 
 
 def budget_layout(trainer_cfg, cost: CostModel, data) -> Layout:
-    """``trainer.budget_flops`` laid out over this run's batches."""
-    steps = run_steps(cost, data, processes(trainer_cfg))
-    return lay_out(trainer_cfg.budget_flops, trainer_cfg.budget_validations, cost, steps)
+    """``trainer.budget_flops`` laid out over this run's batches, refused beyond :data:`MAX_EPOCHS` of them."""
+    world, budget = processes(trainer_cfg), trainer_cfg.budget_flops
+    first = epoch_steps(cost, data, world, 0)
+    epoch = sum(charge for charge, _ in first)
+    if budget > MAX_EPOCHS * epoch:
+        raise BudgetError(
+            f"trainer.budget_flops={budget:g} would train {budget / epoch:.3g} epochs of this run's data (one costs "
+            f"{epoch:.3g} FLOPs); a budget is laid out over at most {MAX_EPOCHS} epochs ({MAX_EPOCHS * epoch:.3g} "
+            "FLOPs): lower it"
+        )
+    return lay_out(budget, trainer_cfg.budget_validations, cost, run_steps(cost, data, world, first))
+
+
+def minutes_layout(trainer_cfg, module: torch.nn.Module, loader) -> Layout:
+    """``trainer.budget_minutes`` as the optimiser steps that spend it (each process's steps timed on a few batches
+    here), a multiple of ``budget_validations``: at least one step each, at most :data:`MAX_EPOCHS` epochs."""
+    batches = list(itertools.islice(iter(loader), TIMED_BATCHES))
+    per_step = seconds_per_batch(module, batches, torch.device("cuda" if uses_gpu(trainer_cfg) else "cpu"))
+    minutes, validations = trainer_cfg.budget_minutes, trainer_cfg.budget_validations
+    steps = validations * round(60 * minutes / per_step / validations)
+    if steps < validations:
+        raise BudgetError(
+            f"trainer.budget_minutes={minutes:g} buys less than {steps_needed(validations)} (a step "
+            f"each, and a step takes {per_step:.3g} s here: at least {validations * per_step / 60:.3g} minutes); "
+            "raise it, or lower trainer.budget_validations"
+        )
+    if steps > MAX_EPOCHS * len(loader):
+        raise BudgetError(
+            f"trainer.budget_minutes={minutes:g} would train {steps / len(loader):.3g} epochs of this run's data (a "
+            f"step takes {per_step:.3g} s here); a budget is laid out over at most {MAX_EPOCHS} epochs: lower it"
+        )
+    return Layout(minutes, steps, steps // validations, None, unit="minutes")
 
 
 def write_compute_file(run_dir: Path, cost: CostModel, layout: Layout | None) -> None:

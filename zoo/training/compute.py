@@ -13,14 +13,13 @@ Equal epochs are not equal compute: a GRU and a Transformer do very different wo
 - **processor-seconds**: on the CPU the process's CPU time (all its threads); on a GPU the training wall time
   times the processes.
 
-A budget (``trainer.budget_flops``) is laid out before training by :mod:`zoo.training.budget`; one in minutes
-(``trainer.budget_minutes``) from the first batches timed here.
+A budget (``trainer.budget_flops``, or ``trainer.budget_minutes`` from a few batches timed here) is laid out before
+training by :mod:`zoo.training.budget`.
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -216,12 +215,3 @@ def seconds_per_batch(module: torch.nn.Module, batches: list[dict], device: torc
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     return (time.perf_counter() - started) / max(1, len(batches) - 1)
-
-
-def steps_for_minutes(trainer_cfg, module: torch.nn.Module, loader) -> int:
-    """Optimiser steps that spend ``budget_minutes`` of training time (each process's steps timed), a multiple of
-    ``budget_validations`` (at least one step each)."""
-    batches = list(itertools.islice(iter(loader), TIMED_BATCHES))
-    per_step = seconds_per_batch(module, batches, torch.device("cuda" if uses_gpu(trainer_cfg) else "cpu"))
-    validations = trainer_cfg.budget_validations
-    return int(max(validations, validations * round(60 * trainer_cfg.budget_minutes / per_step / validations)))

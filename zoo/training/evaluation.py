@@ -34,6 +34,18 @@ def monitored(cfg: Any) -> str:
     return cfg.get("monitor") or get("task", cfg["task"]["name"]).cls.default_monitor
 
 
+def check_monitor_fits(cfg: Any, monitor: str) -> None:
+    """A metric that needs outputs of several words (BLEU's 4-grams) says nothing of one-token outputs (a label): it
+    would choose the checkpoint by noise."""
+    task = get("task", cfg["task"]["name"]).cls
+    needs = get("metric", monitor).cls.min_words
+    if task.one_token_outputs and needs > 1:
+        raise MetricChoiceError(
+            f"monitor={monitor} needs outputs of {needs} words or more to score, and task={cfg['task']['name']} writes "
+            f"one token (a label): choose a monitor that scores labels, e.g. monitor={task.default_monitor}"
+        )
+
+
 class MetricSuite:
     """Builds the run's metric plugins and scores hypotheses with all of them.
 
@@ -63,6 +75,7 @@ class MetricSuite:
                     "(a metric plugin must be discovered: see plugin_dirs)",
                 )
             )
+        check_monitor_fits(cfg, self.monitor)
         reason = get("metric", self.monitor).cls.unavailable()
         if reason:
             raise MetricChoiceError(

@@ -20,6 +20,7 @@ from zoo.config.schema import ResumeMode
 from zoo.config.validate import check_sections
 from zoo.data.datamodule import build_task
 from zoo.errors import ZooError
+from zoo.registry import get
 from zoo.run.resume import resume_mode
 from zoo.training.evaluation import MetricSuite
 from zoo.training.init_from import read_initial
@@ -42,11 +43,23 @@ def validate(cfg: DictConfig) -> None:
         check_reward(cfg)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
     build_task(cfg)  # the task, its dataset and its frontend must read the same kind of source
+    check_decoder_writes(cfg)
     if cfg.init_from and resume_mode(cfg) is ResumeMode.never:  # a job that may resume checks it once it starts
         read_initial(cfg)  # a missing, damaged or other model's checkpoint is refused before any data loads
     probe_model(cfg)  # the model as configured runs once on a tiny batch, each component held to its contract
     check_tracker_packages(cfg.logger)
     check_tracking_server(cfg.logger)
+
+
+def check_decoder_writes(cfg: DictConfig) -> None:
+    """A decoder that writes one token per source (a classification head) cannot write a task's sequences: it would
+    train a one-word translator, silently."""
+    task, decoder = get("task", cfg.task.name).cls, get("decoder", cfg.decoder.name).cls
+    if decoder.writes_one_token and not task.one_token_outputs:
+        raise ConfigError(
+            f"decoder={cfg.decoder.name} writes one token per source (a label), but task={cfg.task.name} writes "
+            "sequences; choose a decoder that writes them (zoo list decoder), or task=classification for labels"
+        )
 
 
 def check_reward(cfg: DictConfig) -> None:

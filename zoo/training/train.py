@@ -5,10 +5,11 @@ here is what the job does:
 
 1. prepare: check the config (:func:`zoo.training.preflight.validate`), then resolve what the job does with the run
    already in its directory (:func:`zoo.run.resume.plan_resume`). Nothing is written yet.
-2. build: read the data (bad data is refused here, the directory still untouched), lock the directory, start the
-   record (``summary.json`` says ``running``: from here on the directory holds a run) with the run's files, then the
-   model (from ``init_from``'s weights where a run starts: :mod:`zoo.training.init_from`) and Lightning's Trainer
-   (:mod:`zoo.training.trainer`).
+2. build: read the data (bad data is refused here, the directory still untouched), lock the directory, build the
+   model (from ``init_from``'s weights where a run starts: :mod:`zoo.training.init_from`) and measure its cost and a
+   budget's layout (a budget it cannot spend is refused here, the directory still untouched), then start the record
+   (``summary.json`` says ``running``: from here on the directory holds a run) with the run's files, and build
+   Lightning's Trainer (:mod:`zoo.training.trainer`).
 3. fit: train, from ``last.ckpt`` when resuming; record what training measured (:mod:`zoo.training.measures`).
 4. test: with checkpoint averaging, average the kept snapshots and validate the average
    (:func:`zoo.training.averaging.average_snapshots`); score it, else the best checkpoint, on the test split (unless
@@ -35,13 +36,15 @@ from zoo.run.resume import Resume, plan_resume, resume_mode
 from zoo.run.summary import print_result, write_outputs
 from zoo.run.tracking import send_results
 from zoo.training.averaging import average_snapshots
+from zoo.training.budget import write_compute_file
+from zoo.training.compute import read_compute_file
 from zoo.training.evaluation import MetricSuite
 from zoo.training.init_from import check_initial, read_initial, start_from, validate_start
 from zoo.training.measures import test_summary, training_summary
 from zoo.training.memory import memory_refusal
 from zoo.training.module import ZooModule
 from zoo.training.preflight import validate
-from zoo.training.trainer import Built, build_trainer, quiet_lightning
+from zoo.training.trainer import Built, build_trainer, compute_layout, quiet_lightning
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +53,17 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     """Run one training job in its claimed folder ``run`` and return its summary."""
     resume, metrics = prepare(cfg, run)
     data = read_data(cfg, run, resume)
+    module = build_module(cfg, data, resume)
+    saved = read_compute_file(run.path) if resume.resuming else None
+    cost, layout = compute_layout(cfg.trainer, module, data, saved)
     run.start_record(run_identity(cfg, metrics.monitor), resume, [*metrics.metrics, *metrics.unavailable])
     if resume.resuming:
         only_test = ": training had ended, only the test runs" if resume.tests_only else ""
         log.info("resuming %s from %s (step %d)%s", run.path, LAST_CHECKPOINT, resume.step, only_test)
-    built = build(cfg, data, run, resume)
+    data.setup()  # the codecs it fitted saved in the run
+    if saved is None and run.writes:
+        write_compute_file(run.path, cost, layout)
+    built = build_trainer(cfg, data, module, run, resume, cost, layout)
     device = str(built.trainer.strategy.root_device.type)
     with memory_refusal("training", cfg.data.max_tokens, device):
         fit(built, resume)
@@ -90,9 +99,10 @@ def read_data(cfg: DictConfig, run: RunFolder, resume: Resume) -> ZooDataModule:
     return data
 
 
-def build(cfg: DictConfig, data: ZooDataModule, run: RunFolder, resume: Resume) -> Built:
-    """The model (from ``init_from``'s weights where a run starts) and the Trainer with its callbacks."""
-    data.setup()
+def build_module(cfg: DictConfig, data: ZooDataModule, resume: Resume) -> ZooModule:
+    """The model (from ``init_from``'s weights where a run starts) over the selected rows of every split; nothing is
+    written yet."""
+    data.select()
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     module = ZooModule(container, dataclasses.asdict(data.task.source_description()), data.task.target_vocab_size)
     if cfg.init_from and not resume.resuming:
@@ -102,7 +112,7 @@ def build(cfg: DictConfig, data: ZooDataModule, run: RunFolder, resume: Resume) 
             "scst.enabled without init_from: self-critical training starts from random weights, whose "
             "samples earn almost no reward; pass init_from=RUN (a run trained with cross-entropy)"
         )
-    return build_trainer(cfg, data, module, run, resume)
+    return module
 
 
 def fit(built: Built, resume: Resume) -> None:

@@ -31,11 +31,11 @@ from zoo.training.budget import (
     Layout,
     budget_layout,
     fit_run_cost,
+    minutes_layout,
     read_layout,
-    write_compute_file,
 )
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
-from zoo.training.compute import ComputeMeter, CostModel, read_compute_file, steps_for_minutes
+from zoo.training.compute import ComputeMeter, CostModel
 from zoo.training.loggers import keep_earlier_metrics, make_loggers
 from zoo.training.module import ZooModule
 from zoo.training.scst import step_section
@@ -80,9 +80,18 @@ class Built:
         return self.run.record
 
 
-def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: RunFolder, resume: Resume) -> Built:
-    """The checkpoints, the loggers and the Trainer for ``module``. A run whose training had ended gets ``max_steps``
-    at its last step, so fit only restores its state from ``last.ckpt`` (its loops, best checkpoint, throughput)."""
+def build_trainer(
+    cfg: DictConfig,
+    data: ZooDataModule,
+    module: ZooModule,
+    run: RunFolder,
+    resume: Resume,
+    cost: CostModel,
+    layout: Layout | None,
+) -> Built:
+    """The checkpoints, the loggers and the Trainer for ``module``, charged by ``cost`` and, under a budget, limited
+    by its ``layout`` (:func:`compute_layout`). A run whose training had ended gets ``max_steps`` at its last step,
+    so fit only restores its state from ``last.ckpt`` (its loops, best checkpoint, throughput)."""
     monitor, mode = f"val/{module.metrics.monitor}", module.metrics.mode
     best = ModelCheckpoint(
         dirpath=str(run.path / CHECKPOINTS_DIR),
@@ -98,16 +107,14 @@ def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: 
     loggers = make_loggers(cfg, run.path, wandb_run_id(cfg, run.record, resume.previous))
     if resume.resuming and rank_zero_only.rank == 0:
         keep_earlier_metrics(loggers, run.path, None if resume.tests_only else resume.step)
-    cost, layout = compute_layout(cfg.trainer, module, data, run, resume)
     options = lightning_options(cfg.trainer)
-    budgeted = cfg.trainer.budget_flops is not None or cfg.trainer.budget_minutes is not None
-    if budgeted:
-        options.update(budget_options(cfg.trainer, module, data, run.record, layout))
+    if layout is not None:
+        options.update(budget_options(module, run.record, layout))
     if resume.tests_only:
         options["max_steps"] = resume.step
     stopping = (
-        [BudgetSteps(options["max_steps"], layout.last_rows if layout else None)]
-        if budgeted  # a budget is spent whole: the schedule ends there, and the last step validates
+        [BudgetSteps(options["max_steps"], layout.last_rows)]
+        if layout is not None  # a budget is spent whole: the schedule ends there, and the last step validates
         else [EarlyStopping(monitor=monitor, mode=mode, patience=cfg.trainer.patience, check_on_train_epoch_end=False)]
     )
     run.record.compute = ComputeMeter(cost)
@@ -135,38 +142,38 @@ def build_trainer(cfg: DictConfig, data: ZooDataModule, module: ZooModule, run: 
 
 
 def compute_layout(
-    trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, run: RunFolder, resume: Resume
+    trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, saved: dict | None
 ) -> tuple[CostModel, Layout | None]:
-    """The run's cost model and, under ``budget_flops``, its layout (:mod:`zoo.training.budget`): measured when the
-    run starts and written to its folder; a resumed run reads what it wrote (older runs: measured again)."""
-    saved = read_compute_file(run.path) if resume.resuming else None
+    """The run's cost model and, under a budget, its layout (:mod:`zoo.training.budget`): measured when the run
+    starts (before its record, so a budget refused leaves nothing), or read from what a resumed run wrote then
+    (``saved``; a run made before budgets in minutes were kept has its minutes timed again)."""
     if saved is not None:
-        return read_layout(saved)
-    cost = fit_run_cost(module, data)
-    layout = budget_layout(trainer_cfg, cost, data) if trainer_cfg.budget_flops is not None else None
-    if run.writes:
-        write_compute_file(run.path, cost, layout)
+        cost, layout = read_layout(saved)
+    else:
+        cost = fit_run_cost(module, data)
+        layout = budget_layout(trainer_cfg, cost, data) if trainer_cfg.budget_flops is not None else None
+    if layout is None and trainer_cfg.budget_minutes is not None:
+        layout = minutes_layout(trainer_cfg, module, data.train_dataloader())
     return cost, layout
 
 
-def budget_options(
-    trainer_cfg: DictConfig, module: ZooModule, data: ZooDataModule, record: RunRecord, layout: Layout | None
-) -> dict:
-    """The ``trainer`` section's budget as Lightning's limits: ``budget_flops`` as its ``layout``, ``budget_minutes``
-    as the steps timed here that spend it (:mod:`zoo.training.compute`), validated at ``budget_validations`` equal
-    fractions of it. The warmup is at most a tenth of those steps, so a small budget is not spent warming up; the
-    record says what was laid out."""
-    if layout is None:
-        steps = steps_for_minutes(trainer_cfg, module, data.train_dataloader())
-        every, kind, laid_out = steps // trainer_cfg.budget_validations, "minutes", {}
-    else:
-        steps, every, kind, laid_out = layout.steps, layout.validate_every, "flops", {"laid_out_flops": layout.flops}
+def budget_options(module: ZooModule, record: RunRecord, layout: Layout) -> dict:
+    """A budget's ``layout`` as Lightning's limits, validated at ``budget_validations`` equal fractions of it. The
+    warmup is at most a tenth of its steps, so a small budget is not spent warming up; the record says what was laid
+    out."""
+    steps = layout.steps
     step = module.cfg[step_section(module.cfg)]
     step["warmup_steps"] = min(step["warmup_steps"], steps // 10)
-    amount = trainer_cfg[f"budget_{kind}"]
-    record.identity["budget"] = {kind: amount, "steps": steps, "warmup_steps": step["warmup_steps"], **laid_out}
-    log.info("budget %.3g %s: %d optimiser steps, warmup %d", amount, kind, steps, step["warmup_steps"])
-    return {"max_steps": steps, "max_epochs": -1, "val_check_interval": every, "check_val_every_n_epoch": None}
+    laid_out = {"laid_out_flops": layout.flops} if layout.flops is not None else {}
+    budget = {layout.unit: layout.budget, "steps": steps, "warmup_steps": step["warmup_steps"], **laid_out}
+    record.identity["budget"] = budget
+    log.info("budget %.3g %s: %d optimiser steps, warmup %d", layout.budget, layout.unit, steps, step["warmup_steps"])
+    return {
+        "max_steps": steps,
+        "max_epochs": -1,
+        "val_check_interval": layout.validate_every,
+        "check_val_every_n_epoch": None,
+    }
 
 
 def lightning_options(trainer_cfg: DictConfig) -> dict:

@@ -46,13 +46,16 @@ not change with the training split's size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from zoo.api import SPLITS, Choice, ConfigError, Dataset, Item, at_least, one_of, positive, register
+from zoo.api import SPLITS, Choice, ConfigError, Dataset, Item, at_least, one_of, positive, register, within_memory
 from zoo.api.metrics import UNSCORED
 
 FILLER = "."
+#: Bytes a drawn token takes at least: one reference in the splits' object arrays.
+TOKEN_BYTES = 8
 
 
 class Mode(Choice):
@@ -106,6 +109,17 @@ class RecallDataset(Dataset):
                 at_least(self, "value_vocab", self.pairs, "the pairs need distinct values")
                 positive(self, "gap_exponent", "Zoology's power law uses 0.01; 1 places the queries uniformly")
                 at_least(self, "length", 4 * self.pairs, "the pairs and a query two positions apart each: 4 * pairs")
+
+        def check_composed(self, cfg: Any) -> None:
+            """The splits are drawn in memory, a token at a time (:data:`TOKEN_BYTES` each), and a sequence wider than
+            a whole batch (``data.max_tokens``) is refused by validation: either way nothing would train."""
+            tokens = (self.train_size + self.val_size + self.test_size) * self.length
+            within_memory(self, ("length", "train_size"), tokens * TOKEN_BYTES, "the sequences of the three splits")
+            if self.length > cfg.data.max_tokens:
+                raise ConfigError(
+                    f"length={self.length} tokens is wider than a whole batch (data.max_tokens={cfg.data.max_tokens}), "
+                    "so validation would refuse every sequence; lower dataset.length or raise data.max_tokens"
+                )
 
     def files(self) -> list:
         return []  # generated from the config alone

@@ -76,6 +76,7 @@ class ClassifierDecoder(Decoder):
     """
 
     uses_scorer = False  # the run's cross-attention scorer is not used
+    writes_one_token = True  # a label: task=classification's outputs, not a translation's
 
     @dataclass
     class Config:

@@ -21,6 +21,7 @@ class BleuMetric(Metric):
 
     higher_is_better = True
     bounds = (0.0, 100.0)
+    min_words = 4  # its largest n-grams
 
     @dataclass
     class Config:

@@ -77,6 +77,7 @@ class CocoBleu(Metric):
     higher_is_better = True
     bounds = (0.0, 100.0)
     order = 4
+    min_words = 4  # its largest n-grams: each BLEU-n's order
 
     @dataclass
     class Config:
@@ -107,21 +108,21 @@ class CocoBleu(Metric):
 class CocoBleu1(CocoBleu):
     """coco-caption BLEU-1 (unigram precision and brevity penalty), 0–100."""
 
-    order = 1
+    order = min_words = 1
 
 
 @register("metric", "bleu2")
 class CocoBleu2(CocoBleu):
     """coco-caption BLEU-2, 0–100."""
 
-    order = 2
+    order = min_words = 2
 
 
 @register("metric", "bleu3")
 class CocoBleu3(CocoBleu):
     """coco-caption BLEU-3, 0–100."""
 
-    order = 3
+    order = min_words = 3
 
 
 @register("metric", "bleu4")

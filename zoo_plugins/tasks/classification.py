@@ -38,6 +38,7 @@ class ClassificationTask(LabelTask):
 
     default_metrics = ("accuracy",)
     default_monitor = "accuracy"
+    one_token_outputs = True
     component_defaults = {"dataset": "listops", "tokenizer": "word", "decoder": "classifier"}
 
     @dataclass
