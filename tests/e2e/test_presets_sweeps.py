@@ -104,7 +104,7 @@ def test_a_preset_that_adds_seeds_composes_as_the_one_it_repeats(path: Path):
 
 
 def recipes_by_dataset() -> dict[str, list[Path]]:
-    """The model recipes (zoo/conf/model/), by the dataset each trains on: one sweep each."""
+    """The model recipes (conf/model/), by the dataset each trains on: one sweep each."""
     groups: dict[str, list[Path]] = {}
     for path in RECIPES:
         dataset = load_preset(path).get("dataset", {}).get("root", "synthetic")

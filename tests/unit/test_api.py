@@ -14,7 +14,7 @@ from zoo.api._moved import MOVED
 
 API_MODULES = ("zoo.api", "zoo.api.layers", "zoo.api.text", "zoo.api.vision", "zoo.api.metrics")
 
-PLUGIN_FILES = sorted((ROOT / "zoo_plugins").rglob("*.py"))
+PLUGIN_FILES = sorted((ROOT / "plugins").rglob("*.py"))
 
 
 def zoo_imports(path) -> list[str]:

@@ -174,7 +174,7 @@ def runs_here(overrides: list[str]) -> bool:
     return not any(o == f"hydra/launcher={name}" for o in overrides for name in REMOTE_LAUNCHERS)
 
 
-#: The launcher plugins zoo's presets (zoo/conf/hydra/launcher) build on, by the config each registers: its pip name
+#: The launcher plugins zoo's presets (conf/hydra/launcher) build on, by the config each registers: its pip name
 #: and zoo's extra that installs it.
 LAUNCHER_PLUGINS = {
     "joblib": ("hydra-joblib-launcher", "parallel"),
@@ -202,7 +202,7 @@ def check_launcher(overrides: list[str]) -> None:
         ) from None
 
 
-#: The sweepers zoo's presets (zoo/conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
+#: The sweepers zoo's presets (conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
 SWEEPER_PACKAGES = {"optuna": ("optuna", "search")}
 
 

@@ -99,7 +99,7 @@ ZooConfig = dataclasses.make_dataclass(
         ("resume_mode", ResumeMode | None, field(default=None)),
         # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
         ("test", bool, field(default=True)),
-        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (zoo/conf/search)
+        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
         # A run directory (the weights its test scored) or a .ckpt file of the same task, data and network: the run
         # starts from its weights (zoo.training.init_from); a resumed run continues from its own last.ckpt instead.
         ("init_from", str | None, field(default=None)),
