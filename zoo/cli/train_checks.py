@@ -109,6 +109,16 @@ def check_flag_value(given_as: str, flag: Flag, value: str | None) -> None:
     raise ZooError(f"{refusal} (e.g. zoo train {given_as} {takes[0]})")
 
 
+def prints_only(overrides: list[str]) -> bool:
+    """Whether the command line asks Hydra to print something (help, the config, its info) instead of running a job."""
+    return any(arg.split("=")[0] in spellings(*PRINTING) for arg in overrides)
+
+
+def asks_for_help(overrides: list[str]) -> bool:
+    """Whether the command line asks for Hydra's help (``--help``, ``--hydra-help``), which runs no job."""
+    return any(arg.split("=")[0] in spellings("help", "hydra_help") for arg in overrides)
+
+
 def is_search(overrides: list[str]) -> bool:
     """Whether the command line runs a search (``hydra/sweeper=optuna``), whose jobs are trials."""
     return any(o == f"hydra/sweeper={name}" for o in overrides for name in SWEEPER_PACKAGES)
@@ -122,7 +132,7 @@ def check_composition(overrides: list[str]) -> None:
     (``a=1,2 b=x,y`` as ``a=1 b=x``, ``a=2 b=x``, ``a=1 b=y``): every value a sweep names is
     composed and checked once before any job starts (:func:`check_job`).
     """
-    if any(arg.split("=")[0] in spellings(*PRINTING) for arg in overrides):
+    if prints_only(overrides):
         return
     check_launcher(overrides)
     check_sweeper(overrides)

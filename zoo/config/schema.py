@@ -16,7 +16,6 @@ import dataclasses
 from dataclasses import field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from zoo.config.checks import Choice, ConfigError
@@ -30,8 +29,9 @@ from zoo.config.sections import (
     ScstConfig,
     TrainerConfig,
 )
+from zoo.config.store import ConfigStore
 from zoo.config.suggest import close_matches, with_hint
-from zoo.registry.entries import PRESETS_CONFIG, get
+from zoo.registry.entries import PRESETS_CONFIG, get, store_preset_groups
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds. (A component's
@@ -115,6 +115,7 @@ ZooConfig = dataclasses.make_dataclass(
 ZooConfig.__module__ = __name__
 ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optional group), plus the plain sections."
 
+store_preset_groups()
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
 
 #: The plain sections (data, network, optim, trainer, decode, scst, logger) and their dataclasses.
