@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 
 import pytest
 from helpers import ROOT
@@ -38,6 +39,14 @@ def test_each_api_module_holds_what_it_lists(name):
     module = importlib.import_module(name)
     missing = [listed for listed in module.__all__ if listed not in vars(module)]
     assert not missing and len(set(module.__all__)) == len(module.__all__)
+
+
+@pytest.mark.parametrize("name", API_MODULES)
+def test_every_function_and_class_of_the_api_says_what_it_does(name):
+    module = importlib.import_module(name)
+    listed = [getattr(module, listed) for listed in module.__all__]
+    bare = [f.__name__ for f in listed if (inspect.isfunction(f) or inspect.isclass(f)) and not f.__doc__]
+    assert not bare, f"{name}: give {', '.join(bare)} a docstring (the API reference shows it)"
 
 
 def test_the_core_stays_narrow():
