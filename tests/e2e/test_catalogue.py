@@ -38,6 +38,10 @@ def test_a_field_shows_the_comment_from_its_line_even_when_inherited(listing):
     assert re.match(r"norm: Norm = 'layernorm'  \{layernorm, rmsnorm, dyt\} +# layernorm \(Ba et al\., 2016\) \|", norm)
 
 
+def test_no_line_is_wider_than_120_columns(listing):
+    assert max(len(line) for line in listing) <= 120  # long descriptions and comments go on, under their text
+
+
 def test_each_kind_is_headed_by_its_role(listing):
     discover()
     for kind in KINDS:

@@ -4,6 +4,8 @@ index (:mod:`zoo.registry.index`), so it answers without importing a plugin."""
 
 from __future__ import annotations
 
+import textwrap
+
 from zoo.cli.args import CommandParser
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.registry.index import Component, Field, components
@@ -11,6 +13,8 @@ from zoo.registry.kinds import KINDS, Kind, kind
 
 # Comments of one component start in the same column, unless a field is wider than this.
 ALIGN_AT_MOST = 48
+# Lines are wrapped to this width (a terminal's or a code review's), continued under their text.
+WIDTH = 120
 
 
 def run(args: list[str], description: str) -> None:
@@ -30,7 +34,8 @@ def run(args: list[str], description: str) -> None:
             offered = ", ".join(f"{group}=NAME" for group in shown_kind.optional_groups)
             print(f"  (also offered as {offered}; left null, those follow the {shown_kind.name} choice)")
         for component in shown:
-            print(f"  {component.name:<12} {component.description or '(no docstring)'}  [{component.module}]")
+            described = f"{component.description or '(no docstring)'}  [{component.module}]"
+            print("\n".join(wrapped(f"  {component.name:<12} ", described)))
             if component.chooses:
                 chosen = ", ".join(f"{k}={v}" for k, v in component.chooses.items())
                 print(f"      (chooses, unless told otherwise: {chosen})")
@@ -66,7 +71,15 @@ def field_lines(fields: tuple[Field, ...]) -> list[str]:
             head += f"  {{{', '.join(field.choices)}}}"
         heads.append(head)
     width = max((len(h) for h in heads if len(h) <= ALIGN_AT_MOST), default=0)
-    return [
-        f"      {head:<{width}}  # {field.comment}" if field.comment else f"      {head}"
-        for head, field in zip(heads, fields)
-    ]
+    lines = []
+    for head, field in zip(heads, fields):
+        lines += wrapped(f"      {head:<{width}}  # ", field.comment, "# ") if field.comment else [f"      {head}"]
+    return lines
+
+
+def wrapped(first: str, text: str, mark: str = "") -> list[str]:
+    """``first`` and ``text`` in lines of at most :data:`WIDTH` columns (where words allow), the later ones
+    starting under the text, after ``mark``."""
+    later = " " * (len(first) - len(mark)) + mark
+    options = {"break_long_words": False, "break_on_hyphens": False}
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=later, **options)
