@@ -60,6 +60,11 @@ def test_the_help_prints_the_config_a_job_composes(cache, tmp_path):
     assert "name: lstm" in job and job.strip() in shown
 
 
+def test_a_missing_plugin_folder_is_refused_though_the_index_is_made(cache, tmp_path):
+    proc = zoo("list", cache=cache, cwd=tmp_path, env={"ZOO_PLUGIN_DIRS": str(tmp_path / "gone")})
+    assert proc.returncode == 1 and f"zoo: error: plugin folder {tmp_path / 'gone'} does not exist" in proc.stderr
+
+
 def test_an_edited_plugin_is_listed_as_it_is_now(tmp_path):
     folder = write_plugin_folder(tmp_path / "my_plugins")
     env = {"ZOO_PLUGIN_DIRS": str(folder)}

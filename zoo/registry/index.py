@@ -105,6 +105,9 @@ def fingerprint() -> str:
     digest = hashlib.sha256(f"{FORMAT} {sys.version}".encode())
     for dist in sorted({"zoo"} | {ep.dist.name for ep in plugins if ep.dist is not None}):
         digest.update(f"{dist}=={version(dist)}".encode())
+    # The entry points and folders as named, so a folder that is missing now is discovered, and refused, again.
+    named = [f"{ep.name}={ep.value}" for ep in plugins] + [str(folder) for folder in env_folders()]
+    digest.update("\n".join(sorted(named)).encode())
     for root in _source_roots(plugins):
         for file in sorted(root.rglob("*.py")):
             digest.update(str(file).encode())
