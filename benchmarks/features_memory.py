@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-GRID, FEATURE_DIM = (7, 7), 1280  # zoo_plugins/frontends/pretrained.py at its 224 px
+GRID, FEATURE_DIM = (7, 7), 1280  # plugins/frontends/pretrained.py at its 224 px
 CAPTIONS = 5
 WORDS = "a the dog cat man woman child ball grass water red blue runs jumps sits on in with near big small".split()
 BLOCK = 256  # images of features generated at a time

@@ -21,32 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from zoo.config.checks import Choice
+from zoo.config.sections import DecodeConfig, LengthPenalty, Strategy
 from zoo.contracts import BOS, EOS, PAD, UNK, EncoderOutput
 from zoo.errors import ZooError
-
-if TYPE_CHECKING:  # the config imports the choices below, so it is imported only where used
-    from zoo.config.sections import DecodeConfig
-
-
-class Strategy(Choice):
-    """How :func:`generate` picks output tokens."""
-
-    greedy = "greedy"
-    beam = "beam"
-    sample = "sample"
-
-
-class LengthPenalty(Choice):
-    """How beam search ranks finished hypotheses of different lengths (:func:`length_normalised`)."""
-
-    gnmt = "gnmt"
-    average = "average"
 
 
 class DecodingError(ZooError, ValueError):

@@ -4,7 +4,7 @@ A page asks for one with an HTML comment on a line of its own, replaced before i
 
 ``<!-- zoo: configuration -->``
     every kind and component with its fields (type, default, allowed values or range, comment), the top-level
-    options, the plain sections and the config groups of ``zoo/conf``: the registry ``zoo list`` reads, the schema
+    options, the plain sections and the config groups of ``conf/``: the registry ``zoo list`` reads, the schema
     ``zoo train`` composes and checks, and the YAML files Hydra reads. A component registered later appears unasked.
 ``<!-- zoo: components KIND -->``
     a table of the registered components of one kind, each linked to its entry in the configuration reference.
@@ -46,7 +46,7 @@ RANGES = {
     "no_wider_than": lambda other: f"≤ {other}",
 }
 
-#: The config groups of zoo/conf, in the order a reader meets them, with what choosing one does.
+#: The config groups of conf/, in the order a reader meets them, with what choosing one does.
 GROUPS = {
     "model": "Whole-model recipes, one per family: `model=NAME` sets the family's components and settings; "
     "anything given after it still wins.",
@@ -280,12 +280,12 @@ def plain_sections() -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------------- zoo/conf
+# ---------------------------------------------------------------------------------------------------- conf
 def config_groups() -> list[str]:
     import zoo.conf
 
     root = Path(zoo.conf.__file__).parent
-    lines = ["## Config groups { #groups }", "", "The YAML files under `zoo/conf/`, one per choice.", ""]
+    lines = ["## Config groups { #groups }", "", "The YAML files under `conf/`, one per choice.", ""]
     for group, what in GROUPS.items():
         lines += [f"### {group} {{ #group-{group.replace('/', '-')} }}", "", what, ""]
         for path in sorted((root / group).glob("*.yaml")):
@@ -300,7 +300,7 @@ def group_choice(group: str, path: Path) -> list[str]:
     lines += [described or "(no description)", ""]
     if body.strip():
         folded = textwrap.indent(f"```yaml\n{body.strip()}\n```", "    ")
-        lines += [f'??? note "zoo/conf/{group}/{path.name}"', "", folded, ""]
+        lines += [f'??? note "conf/{group}/{path.name}"', "", folded, ""]
     return lines
 
 

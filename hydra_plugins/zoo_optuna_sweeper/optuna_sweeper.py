@@ -1,4 +1,4 @@
-"""Registers zoo's search as Hydra's sweeper ``zoo_optuna`` (``zoo/conf/hydra/sweeper/optuna.yaml`` selects it).
+"""Registers zoo's search as Hydra's sweeper ``zoo_optuna`` (``conf/hydra/sweeper/optuna.yaml`` selects it).
 
 The settings are ``hydra.sweeper.*`` (``trials``, ``minutes``, ``flops``, ``reseed``, ...);
 :class:`zoo.search.sweeper.Search` does the work.

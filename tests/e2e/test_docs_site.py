@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -78,6 +79,12 @@ def test_every_page_is_built_and_loads_nothing_from_the_network(site: Path):
     remote = re.compile(r'<(?:script|link|img)\b[^>]*(?:src|href)="(?:https?:)?//', re.I)
     assert [str(p.relative_to(site)) for p in pages if remote.search(p.read_text())] == []
     assert (site / "search" / "search_index.json").is_file()
+
+
+def test_search_splits_option_names_at_dots_and_underscores(site: Path):
+    """Searching budget_flops finds the guides that write trainer.budget_flops (mkdocs.yml's separator)."""
+    separator = json.loads((site / "search" / "search_index.json").read_text())["config"]["separator"]
+    assert re.split(separator, "trainer.budget_flops=2e12") == ["trainer", "budget", "flops", "2e12"]
 
 
 def test_configuration_reference_lists_every_component_with_every_field(site: Path):

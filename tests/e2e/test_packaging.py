@@ -1,5 +1,5 @@
-"""The project builds as a normal wheel that ships the built-in plugins as `zoo_plugins` and the Hydra
-configs as `zoo.conf`, and that wheel works on its own: installed into a fresh virtual environment
+"""The project builds as a normal wheel that ships the built-in plugins (plugins/) as `zoo_plugins` and the Hydra
+configs (conf/) as `zoo.conf`, and that wheel works on its own: installed into a fresh virtual environment
 and run from a folder outside the checkout."""
 
 from __future__ import annotations
@@ -124,14 +124,14 @@ def outside(tmp_path) -> Path:
 
 def test_wheel_ships_core_configs_and_every_plugin_package(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in sorted((ROOT / "zoo_plugins").rglob("*.py")):
-        shipped = "zoo_plugins/" + module.relative_to(ROOT / "zoo_plugins").as_posix()
+    for module in sorted((ROOT / "plugins").rglob("*.py")):
+        shipped = "zoo_plugins/" + module.relative_to(ROOT / "plugins").as_posix()
         assert shipped in names, f"{module.relative_to(ROOT)} is missing from the wheel (as {shipped})"
     for module in sorted([*(ROOT / "zoo").rglob("*.py"), *(ROOT / "zoo").rglob("*.c")]):  # C: compiled where it runs
         shipped = module.relative_to(ROOT).as_posix()
         assert shipped in names, f"{shipped} is missing from the wheel"
-    for config in sorted((ROOT / "zoo" / "conf").rglob("*.yaml")):
-        shipped = "zoo/conf/" + config.relative_to(ROOT / "zoo" / "conf").as_posix()
+    for config in sorted((ROOT / "conf").rglob("*.yaml")):
+        shipped = "zoo/conf/" + config.relative_to(ROOT / "conf").as_posix()
         assert shipped in names, f"{config.relative_to(ROOT)} is missing from the wheel (as {shipped})"
     assert "zoo/conf/config.yaml" in names
     # The explorer's and the report's pages are package data, read with importlib.resources.
@@ -189,7 +189,7 @@ def test_installed_zoo_lists_the_same_components_as_the_checkout(installed, outs
 
 
 def test_installed_zoo_composes_and_trains_outside_the_checkout(installed, outside):
-    """The Hydra configs come from the wheel's zoo.conf (there is no zoo/conf/ here to fall back on)."""
+    """The Hydra configs come from the wheel's zoo.conf (there is no conf/ here to fall back on)."""
     run_dir = outside / "run"
     run_installed(
         installed,
@@ -205,5 +205,5 @@ def test_installed_zoo_composes_and_trains_outside_the_checkout(installed, outsi
     assert summary  # a finished run
     assert not (outside / "outputs").exists(), "hydra.run.dir was ignored"
     job = (run_dir / "config.yaml").read_text()  # the composed config, as saved
-    smoke = OmegaConf.load(ROOT / "zoo" / "conf" / "experiment" / "smoke.yaml")
+    smoke = OmegaConf.load(ROOT / "conf" / "experiment" / "smoke.yaml")
     assert "encoder:" in job and f"train_size: {smoke.dataset.train_size}" in job  # the schema, and the preset

@@ -1,4 +1,4 @@
-"""Every experiment preset in zoo/conf/experiment/ runs as shipped, shrunk to a few batches, in a real subprocess.
+"""Every experiment preset in conf/experiment/ runs as shipped, shrunk to a few batches, in a real subprocess.
 
 The presets are found by globbing, so a new one is tested without being listed here. Only sizes that
 do not change what a preset compares are shrunk: the data, the epochs and batches, and the widths of

@@ -107,7 +107,7 @@ def test_a_preset_that_adds_seeds_composes_as_the_one_it_repeats(path: Path):
 
 
 def recipes_by_dataset() -> dict[str, list[Path]]:
-    """The model recipes (zoo/conf/model/), by the dataset each trains on: one sweep each. The families sized by
+    """The model recipes (conf/model/), by the dataset each trains on: one sweep each. The families sized by
     network.width (family_*) choose an encoder alone, for any task's head, and sweep apart from the whole models."""
     groups: dict[str, list[Path]] = {}
     for path in RECIPES:

@@ -235,7 +235,7 @@ def test_without_optuna_the_sweeper_names_the_extra(monkeypatch):
         train_checks.check_sweeper(["-m", "hydra/sweeper=optuna", "search=gru"])
 
 
-# What each preset's family is where its model= recipe (zoo/conf/model) does not exist.
+# What each preset's family is where its model= recipe (conf/model) does not exist.
 FAMILY_OVERRIDES = {
     "gru": ["encoder=gru"],
     "lstm": ["encoder=lstm", "decoder.cell=lstm"],
@@ -245,7 +245,7 @@ FAMILY_OVERRIDES = {
     "esn": ["encoder=esn"],
     "elm": ["encoder=elm"],
 }
-PRESETS = sorted(path.stem for path in (ROOT / "zoo" / "conf" / "search").glob("*.yaml"))
+PRESETS = sorted(path.stem for path in (ROOT / "conf" / "search").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -257,7 +257,7 @@ def test_every_search_preset_names_valid_ranges_of_its_family(name):
     from zoo.training.preflight import validate
 
     discover()
-    recipe = ROOT / "zoo" / "conf" / "model" / f"{name}.yaml"
+    recipe = ROOT / "conf" / "model" / f"{name}.yaml"
     family = [*([f"model={name}"] if recipe.exists() else FAMILY_OVERRIDES[name]), f"search={name}"]
     space = read_space(compose_config(family), name)
     for end in ("low", "high"):

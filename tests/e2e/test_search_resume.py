@@ -103,7 +103,7 @@ def test_a_stored_range_reads_back_as_the_same_range():
     """The spelling a study stores its space in (range_text) is the grammar's, and reads back as the same range:
     every range of the shipped presets, integer steps, float steps and text choices."""
     ranges = {"steps": "range(1, 8, 3)", "halves": "range(0.5, 1.0, 0.25)", "cells": "choice(gru, 'a b', true)"}
-    for path in (ROOT / "zoo" / "conf" / "search").glob("*.yaml"):
+    for path in (ROOT / "conf" / "search").glob("*.yaml"):
         ranges.update(flat_space(OmegaConf.load(path).space, f"{path.stem}."))
     for key, text in ranges.items():
         values = distribution(key, text)

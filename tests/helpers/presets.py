@@ -1,4 +1,4 @@
-"""The experiment presets (zoo/conf/experiment/) and model recipes (zoo/conf/model/) as written, and how the tests
+"""The experiment presets (conf/experiment/) and model recipes (conf/model/) as written, and how the tests
 shrink one to a few batches on tiny data without changing what it compares (tests/e2e/test_presets*.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from zoo import registry
 from zoo.registry.discovery import discover
 from zoo.registry.kinds import GROUP_KINDS
 
-CONF = ROOT / "zoo" / "conf"
+CONF = ROOT / "conf"
 PRESETS = sorted((CONF / "experiment").glob("*.yaml"))
 RECIPES = sorted((CONF / "model").glob("*.yaml"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import logging
 import warnings
 
@@ -16,7 +17,7 @@ from zoo.api._moved import MOVED
 
 API_MODULES = ("zoo.api", "zoo.api.layers", "zoo.api.text", "zoo.api.vision", "zoo.api.metrics")
 
-PLUGIN_FILES = sorted((ROOT / "zoo_plugins").rglob("*.py"))
+PLUGIN_FILES = sorted((ROOT / "plugins").rglob("*.py"))
 
 
 def zoo_imports(path) -> list[str]:
@@ -40,6 +41,14 @@ def test_each_api_module_holds_what_it_lists(name):
     module = importlib.import_module(name)
     missing = [listed for listed in module.__all__ if listed not in vars(module)]
     assert not missing and len(set(module.__all__)) == len(module.__all__)
+
+
+@pytest.mark.parametrize("name", API_MODULES)
+def test_every_function_and_class_of_the_api_says_what_it_does(name):
+    module = importlib.import_module(name)
+    listed = [getattr(module, listed) for listed in module.__all__]
+    bare = [f.__name__ for f in listed if (inspect.isfunction(f) or inspect.isclass(f)) and not f.__doc__]
+    assert not bare, f"{name}: give {', '.join(bare)} a docstring (the API reference shows it)"
 
 
 def test_the_core_stays_narrow():

@@ -227,9 +227,7 @@ def test_max_epochs_may_be_anything_when_max_steps_limits_training():
         validate(composed("trainer.max_steps=0"))
 
 
-@pytest.mark.parametrize(
-    "experiment", [None, *sorted(p.stem for p in (ROOT / "zoo" / "conf" / "experiment").glob("*.yaml"))]
-)
+@pytest.mark.parametrize("experiment", [None, *sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))])
 def test_the_default_config_and_every_preset_pass(experiment):
     validate(composed(*([f"experiment={experiment}"] if experiment else [])))
 

@@ -2,7 +2,7 @@
 and under ``TYPE_CHECKING`` too).
 
 The packages form layers, bottom to top: the foundation (what a run is made of: errors, disk, registry, config,
-contracts, api, nn, reservoir, decoding, metrics, data, model, checks, conf), run (the run folder's books), training
+contracts, api, nn, reservoir, decoding, metrics, data, model, checks), run (the run folder's books), training
 (Lightning), the readers of finished runs (inference, report, search, viz), and cli. A module imports only from its
 own layer and those below, so each layer can be read, tested and changed without the ones above it. The package root
 (zoo/__init__.py: ``zoo.register``, ``zoo.build``, ``zoo.load``) is the front door: Python runs it for every zoo
@@ -33,7 +33,6 @@ LAYERS = {
             "data",
             "model",
             "checks",
-            "conf",
         ),
         0,
     ),

@@ -58,30 +58,24 @@ def version() -> str:
         return __version__
 
 
-def task_commands() -> dict[str, tuple[str, str]]:
-    """The commands the registered tasks declare, as :data:`COMMANDS` entries (zoo's own names win)."""
-    from zoo.inference.predictor import prediction_commands
-    from zoo.registry.discovery import discover
-
-    discover()
-    return {
-        name: ("predict:use", tasks[0].command.summary)
-        for name, tasks in prediction_commands().items()
-        if name not in COMMANDS
-    }
-
-
 def all_commands(run_dir: str | None = None) -> dict[str, tuple[str, str]]:
-    """zoo's own commands with the tasks' after ``predict``; with ``run_dir`` (a run directory) also the command
-    of its task, whose plugin folder the run alone may record."""
+    """zoo's own commands with the tasks' after ``predict``: those of the registry's cached index
+    (:mod:`zoo.registry.index`), so no plugin is imported; with ``run_dir`` (a run directory) those of the plugins
+    imported with the run's own plugin folder, which the run alone may record."""
+    from zoo.registry import index
+
     if run_dir is not None and os.path.isfile(os.path.join(run_dir, "config.yaml")):
         from zoo.config.files import load_yaml
         from zoo.run.provenance import load_run_plugins
 
-        load_run_plugins(Path(run_dir), load_yaml(Path(run_dir) / "config.yaml"))
+        load_run_plugins(Path(run_dir), load_yaml(Path(run_dir) / "config.yaml"))  # every plugin, and the run's
+        declared = index.declared_commands()
+    else:
+        declared = index.task_commands()
+    tasks = {name: ("predict:use", summary) for name, summary in declared.items() if name not in COMMANDS}
     names = list(COMMANDS)
     cut = names.index("predict") + 1
-    return {name: COMMANDS[name] for name in names[:cut]} | task_commands() | {n: COMMANDS[n] for n in names[cut:]}
+    return {name: COMMANDS[name] for name in names[:cut]} | tasks | {n: COMMANDS[n] for n in names[cut:]}
 
 
 def usage() -> str:

@@ -22,14 +22,15 @@ from omegaconf import DictConfig
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
 from zoo.cli.train_asked import check_asked
-from zoo.cli.train_checks import check_composition, check_modes, is_multirun, is_search
+from zoo.cli.train_checks import asks_for_help, check_composition, check_modes, is_multirun, is_search, prints_only
 from zoo.config.compose import plugin_dirs_from_overrides
+from zoo.config.machine import kernels_switched_on
 from zoo.config.presets import check_presets_not_repeated
 from zoo.config.renamed import check_renamed
 from zoo.disk import full_disk
 from zoo.errors import ZooError, report
-from zoo.nn.recurrence import kernels_switched_on
 from zoo.registry.discovery import discover
+from zoo.registry.index import store_stand_ins
 from zoo.run.ranks import follow_job, started_rank
 
 
@@ -78,7 +79,11 @@ def checked(overrides: list[str]) -> list[str]:
     check_renamed(overrides)
     check_presets_not_repeated(overrides)
     given, overrides = overrides, resume_overrides(overrides)
-    discover(plugin_dirs_from_overrides(overrides))
+    folders = plugin_dirs_from_overrides(overrides)
+    if asks_for_help(overrides) and not folders:
+        store_stand_ins()  # Hydra's help lists the registry's cached index: no plugin (and no torch) imported
+    else:
+        discover(folders)
     register_sweeper()
     check_asked(given, is_multirun(given))
     check_composition(overrides)
@@ -110,6 +115,9 @@ def main(overrides: list[str] | None = None) -> None:
         overrides = checked(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
+    if prints_only(overrides):  # Hydra prints and runs no job: nothing of Lightning is needed
+        task()
+        return
     from zoo.run.interruptions import RunInterrupted
     from zoo.run.job import FAILED_JOBS
 

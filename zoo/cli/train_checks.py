@@ -115,6 +115,16 @@ def is_multirun(overrides: list[str]) -> bool:
     return any(o in spellings("multirun") for o in overrides)
 
 
+def prints_only(overrides: list[str]) -> bool:
+    """Whether the command line asks Hydra to print something (help, the config, its info) instead of running a job."""
+    return any(arg.split("=")[0] in spellings(*PRINTING) for arg in overrides)
+
+
+def asks_for_help(overrides: list[str]) -> bool:
+    """Whether the command line asks for Hydra's help (``--help``, ``--hydra-help``), which runs no job."""
+    return any(arg.split("=")[0] in spellings("help", "hydra_help") for arg in overrides)
+
+
 def is_search(overrides: list[str]) -> bool:
     """Whether the command line runs a search (``hydra/sweeper=optuna``), whose jobs are trials."""
     return any(o == f"hydra/sweeper={name}" for o in overrides for name in SWEEPER_PACKAGES)
@@ -128,7 +138,7 @@ def check_composition(overrides: list[str]) -> None:
     (``a=1,2 b=x,y`` as ``a=1 b=x``, ``a=2 b=x``, ``a=1 b=y``): every value a sweep names is
     composed and checked once before any job starts (:func:`check_job`).
     """
-    if any(arg.split("=")[0] in spellings(*PRINTING) for arg in overrides):
+    if prints_only(overrides):
         return
     check_launcher(overrides)
     check_sweeper(overrides)
@@ -182,7 +192,7 @@ def runs_here(overrides: list[str]) -> bool:
     return not any(o == f"hydra/launcher={name}" for o in overrides for name in REMOTE_LAUNCHERS)
 
 
-#: The launcher plugins zoo's presets (zoo/conf/hydra/launcher) build on, by the config each registers: its pip name
+#: The launcher plugins zoo's presets (conf/hydra/launcher) build on, by the config each registers: its pip name
 #: and zoo's extra that installs it.
 LAUNCHER_PLUGINS = {
     "joblib": ("hydra-joblib-launcher", "parallel"),
@@ -210,7 +220,7 @@ def check_launcher(overrides: list[str]) -> None:
         ) from None
 
 
-#: The sweepers zoo's presets (zoo/conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
+#: The sweepers zoo's presets (conf/hydra/sweeper) select, by preset: the package each needs and zoo's extra for it.
 SWEEPER_PACKAGES = {"optuna": ("optuna", "search")}
 
 

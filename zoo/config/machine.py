@@ -18,6 +18,8 @@ from zoo.config.suggest import close_matches
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu", "hpu")
 #: The accelerators that mean an NVIDIA GPU through CUDA.
 CUDA = ("gpu", "cuda")
+#: The switch for Mamba's scan in C on the CPU (zoo.nn.recurrence).
+SWITCH = "ZOO_CPU_KERNELS"
 
 
 def check_machine(trainer: Any) -> None:
@@ -93,3 +95,15 @@ def check_nodes(num_nodes: int) -> None:
             f"launched it there (no SLURM, torchrun or MASTER_ADDR/NODE_RANK): submit it with hydra/launcher=slurm "
             f"hydra.launcher.nodes={num_nodes}, or train on this machine with trainer.num_nodes=1"
         )
+
+
+def kernels_switched_on() -> bool:
+    """Whether ``$ZOO_CPU_KERNELS`` lets the C loops run: ``on`` (the default) or ``off``; any other value is a
+    :class:`ConfigError`, which ``zoo train`` raises before anything runs."""
+    value = os.environ.get(SWITCH, "on")
+    if value.strip().lower() not in ("on", "off"):
+        raise ConfigError(
+            f"{SWITCH}={value}: write {SWITCH}=on (the default: Mamba's scan runs in C where this machine compiles "
+            f"it) or {SWITCH}=off (in PyTorch)"
+        )
+    return value.strip().lower() == "on"

@@ -16,7 +16,6 @@ import dataclasses
 from dataclasses import field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from zoo.config.checks import Choice, ConfigError
@@ -30,8 +29,9 @@ from zoo.config.sections import (
     ScstConfig,
     TrainerConfig,
 )
+from zoo.config.store import ConfigStore
 from zoo.config.suggest import close_matches, with_hint
-from zoo.registry.entries import PRESETS_CONFIG, get
+from zoo.registry.entries import PRESETS_CONFIG, get, store_preset_groups
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds. (A component's
@@ -99,7 +99,7 @@ ZooConfig = dataclasses.make_dataclass(
         ("resume_mode", ResumeMode | None, field(default=None)),
         # false: stop after training, the test split unseen (a search's trials; zoo.search); summary.json says so
         ("test", bool, field(default=True)),
-        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (zoo/conf/search)
+        ("search", Any | None, field(default=None)),  # search=FAMILY: what hydra/sweeper=optuna tunes (conf/search)
         # A run directory (the weights its test scored) or a .ckpt file of the same task, data and network: the run
         # starts from its weights (zoo.training.init_from); a resumed run continues from its own last.ckpt instead.
         ("init_from", str | None, field(default=None)),
@@ -115,6 +115,7 @@ ZooConfig = dataclasses.make_dataclass(
 ZooConfig.__module__ = __name__
 ZooConfig.__doc__ = "A run's whole config: one section per kind (and per optional group), plus the plain sections."
 
+store_preset_groups()
 ConfigStore.instance().store(name="zoo_schema", node=ZooConfig)
 
 #: The plain sections (data, network, optim, trainer, decode, scst, logger) and their dataclasses.

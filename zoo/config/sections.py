@@ -11,7 +11,21 @@ from typing import Any
 
 from zoo.config.checks import Choice, ConfigError, at_least, between, fraction, in_unit_interval, one_of, positive
 from zoo.config.suggest import did_you_mean, with_hint
-from zoo.decoding import LengthPenalty, Strategy
+
+
+class Strategy(Choice):
+    """How :func:`zoo.decoding.generate` picks output tokens."""
+
+    greedy = "greedy"
+    beam = "beam"
+    sample = "sample"
+
+
+class LengthPenalty(Choice):
+    """How beam search ranks finished hypotheses of different lengths (:func:`zoo.decoding.length_normalised`)."""
+
+    gnmt = "gnmt"
+    average = "average"
 
 
 @dataclass

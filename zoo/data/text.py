@@ -25,6 +25,9 @@ def tokenizer_path(run_dir: str | os.PathLike, side: str) -> Path:
 
 
 def train_tokenizer(tokenizer_cfg: Any, texts: Iterable[str]) -> Tokenizer:
+    """A new tokenizer of the kind ``tokenizer_cfg`` names (a ``tokenizer`` section: ``{"name": "bpe", ...}``),
+    trained on ``texts``, such as the training split's sources; save it with :func:`save_tokenizer`, so that its
+    ids stay the run's."""
     tokenizer = build("tokenizer", tokenizer_cfg)
     tokenizer.train(texts)
     return tokenizer
@@ -54,6 +57,9 @@ def tokenizers_saved(run_dir: str | os.PathLike, sides: Iterable[str]) -> bool:
 
 
 def load_tokenizer(tokenizer_cfg: Any, path: Path) -> Tokenizer:
+    """The tokenizer a run trained, read from ``path`` (:func:`tokenizer_path`) into the kind ``tokenizer_cfg``
+    names: a finished run decodes with it, without its data. No file there is a :class:`TaskError` saying to train
+    first."""
     if not path.is_file():
         raise TaskError(f"no trained tokenizer {path}; train a model in {path.parent.parent} first")
     tokenizer = build("tokenizer", tokenizer_cfg)

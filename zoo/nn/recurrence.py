@@ -31,14 +31,13 @@ from pathlib import Path
 
 import torch
 
-from zoo.config.checks import ConfigError
+from zoo.config.machine import kernels_switched_on
 
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("recurrence.c")
 FLAGS = ["-O3", "-shared", "-fPIC"]  # no -march=native: a cache folder on a cluster's shared disk serves every node
 TYPES = {torch.float32: "f32", torch.float64: "f64"}
-SWITCH = "ZOO_CPU_KERNELS"
 
 
 def states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
@@ -151,18 +150,6 @@ def compiled() -> ctypes.CDLL | None:
         detail = getattr(error, "stderr", None) or error
         log.warning("the C selective scan could not be built or loaded (%s); using the PyTorch form", detail)
         return None
-
-
-def kernels_switched_on() -> bool:
-    """Whether ``$ZOO_CPU_KERNELS`` lets the C loops run: ``on`` (the default) or ``off``; any other value is a
-    :class:`ConfigError`, which ``zoo train`` raises before anything runs."""
-    value = os.environ.get(SWITCH, "on")
-    if value.strip().lower() not in ("on", "off"):
-        raise ConfigError(
-            f"{SWITCH}={value}: write {SWITCH}=on (the default: Mamba's scan runs in C where this machine compiles "
-            f"it) or {SWITCH}=off (in PyTorch)"
-        )
-    return value.strip().lower() == "on"
 
 
 def c_compiler() -> str | None:

@@ -22,8 +22,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
-
 from zoo.config.suggest import did_you_mean, with_hint
 from zoo.errors import ZooError
 from zoo.registry.kinds import kind as declared_kind
@@ -176,25 +174,31 @@ PRESETS_CONFIG = "zoo_presets"
 _preset_groups: list[str] = []
 
 
-def _store_presets(kind: str, cls: type) -> None:
-    """Store each of a component's presets (``cls.presets``: {group: {name: {field: value}}}) as a choice of its
+def store_presets(kind: str, presets: dict[str, dict[str, dict[str, Any]]], provider: str) -> None:
+    """Store each of a component's presets ({group: {name: {field: value}}}, its ``presets``) as a choice of its
     group that sets those fields of the kind's section, and list the group in :data:`PRESETS_CONFIG`."""
-    for group, choices in getattr(cls, "presets", {}).items():
+    for group, choices in presets.items():
         for choice, values in choices.items():
-            ConfigStore.instance().store(
-                group=group, name=choice, node={kind: dict(values)}, package="_global_", provider=cls.__module__
+            config_store().store(
+                group=group, name=choice, node={kind: dict(values)}, package="_global_", provider=provider
             )
         if group not in _preset_groups:
             _preset_groups.append(group)
-    _store_preset_groups()
+    store_preset_groups()
 
 
-def _store_preset_groups() -> None:
+def store_preset_groups() -> None:
+    """Store :data:`PRESETS_CONFIG` with every preset group registered so far (the schema stores it first)."""
     node = {"defaults": [{group: None} for group in _preset_groups]}
-    ConfigStore.instance().store(name=PRESETS_CONFIG, node=node, package="_global_")
+    config_store().store(name=PRESETS_CONFIG, node=node, package="_global_")
 
 
-_store_preset_groups()
+def config_store() -> Any:
+    """Hydra's ConfigStore, imported on first use: ``zoo list`` and ``zoo --help`` read the registry's index and
+    never need Hydra."""
+    from zoo.config.store import ConfigStore
+
+    return ConfigStore.instance()
 
 
 def register(kind: str, name: str) -> Callable[[type], type]:
@@ -223,8 +227,8 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")
         _ENTRIES[(kind, name)] = entry
         for group in declared_kind(kind).groups:  # config groups' choices; metrics are named in a list instead
-            ConfigStore.instance().store(group=group, name=name, node=config_cls, provider=cls.__module__)
-        _store_presets(kind, cls)
+            config_store().store(group=group, name=name, node=config_cls, provider=cls.__module__)
+        store_presets(kind, getattr(cls, "presets", {}), cls.__module__)
         cls.registry_entry = entry
         return cls
 

@@ -5,7 +5,7 @@ empty (a folder holding a zoo run, or anything else, is refused without a byte c
 its ``resume_mode`` may continue; an exclusive OS lock on ``.zoo.lock`` (``flock``; the file holds the pid,
 host and start time) keeps a second process out until the job ends, and no longer than the process lives.
 Hydra writes nothing into the directory (``hydra.output_subdir: null`` and a console-only job logging in
-``zoo/conf/config.yaml``): what it would have written comes later, once the run has passed its checks
+``conf/config.yaml``): what it would have written comes later, once the run has passed its checks
 (:func:`zoo.run.provenance.write_run_files`).
 
 A sweep is claimed as a whole too (:class:`SweepDirCheck`, a Hydra callback), because Hydra writes
@@ -317,7 +317,7 @@ SWEEP_MARKERS = ("multirun.yaml", STUDY_FILE)
 
 
 class SweepDirCheck(Callback):
-    """Hydra callback (``hydra.callbacks`` in zoo/conf/config.yaml): claim the sweep directory before Hydra writes
+    """Hydra callback (``hydra.callbacks`` in conf/config.yaml): claim the sweep directory before Hydra writes
     ``multirun.yaml`` into it. A sweep directory must be new or empty (or, with ``resume_mode`` auto or must,
     hold the sweep or search to resume); it is locked while the sweep runs."""
 

@@ -3,7 +3,7 @@
 A range is written in Hydra's override grammar, as hydra-optuna-sweeper reads its ``params``:
 ``interval(LOW, HIGH)`` (floats; ``int(interval(...))`` integers; ``tag(log, ...)`` a log scale),
 ``choice(A, B, ...)`` and ``range(START, STOP, STEP)``. A family's ranges ship as a preset of the
-``search`` group (``zoo/conf/search/gru.yaml``), which its ``model`` recipe selects.
+``search`` group (``conf/search/gru.yaml``), which its ``model`` recipe selects.
 
 A search's command line is a grid of studies: each combination of its comma lists (``model=gru,lstm``)
 is one study with its own budget, named by the combination (``model=gru``); the other overrides are
@@ -99,7 +99,7 @@ def read_space(cfg: DictConfig, study: str, fixed: set[str] = frozenset()) -> di
     space = flat_space(OmegaConf.select(cfg, "search.space"))
     if not space:
         raise SearchError(
-            f"study '{study}' has no search space: choose one with search=FAMILY (zoo/conf/search: "
+            f"study '{study}' has no search space: choose one with search=FAMILY (conf/search: "
             f"{', '.join(presets()) or 'none'}), or a model= recipe that selects one"
         )
     distributions = {}
@@ -204,7 +204,7 @@ def quoted(text: str) -> str:
 
 
 def presets() -> list[str]:
-    """The ``search`` presets zoo ships (zoo/conf/search)."""
+    """The ``search`` presets zoo ships (conf/search)."""
     from importlib.resources import files
 
     return sorted(p.name[:-5] for p in files("zoo.conf").joinpath("search").iterdir() if p.name.endswith(".yaml"))

@@ -14,18 +14,12 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from zoo.checks.probe import probe_model
 from zoo.config.checks import ConfigError
 from zoo.config.schema import ResumeMode
 from zoo.config.validate import check_sections
-from zoo.data.datamodule import build_task
 from zoo.errors import ZooError
 from zoo.registry import get
 from zoo.run.resume import resume_mode
-from zoo.training.evaluation import MetricSuite
-from zoo.training.init_from import read_initial
-from zoo.training.loggers import check_tracking_server
-from zoo.training.scst import reward_metric
 
 #: Trackers whose packages are optional: the switch in ``logger`` (also zoo's extra) and the modules any of which do.
 OPTIONAL_TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "mlflow": ("mlflow",)}
@@ -39,6 +33,14 @@ def validate(cfg: DictConfig) -> None:
     """Raise one line (a :class:`ConfigError` naming the section and field, or what is missing) for the first thing
     in ``cfg`` a job would trip over."""
     check_sections(cfg)
+    # What takes building needs torch and Lightning, imported once the sections pass: a refused key or range
+    # answers in a second rather than after them.
+    from zoo.checks.probe import probe_model
+    from zoo.data.datamodule import build_task
+    from zoo.training.evaluation import MetricSuite
+    from zoo.training.init_from import read_initial
+    from zoo.training.loggers import check_tracking_server
+
     if cfg.scst.enabled:
         check_reward(cfg)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded
@@ -64,6 +66,8 @@ def check_decoder_writes(cfg: DictConfig) -> None:
 
 def check_reward(cfg: DictConfig) -> None:
     """Self-critical training's reward metric must be registered, run here and score items one by one."""
+    from zoo.training.scst import reward_metric
+
     try:
         reward_metric(cfg)
     except ConfigError as error:
