@@ -595,7 +595,7 @@ def compute_section(boards: list[tuple[str, Leaderboard]]) -> str:
 def map_of(boards: list[tuple[str, Leaderboard]]):
     """The width study (:mod:`zoo.report.widths`) of every board's runs, scored by the first board's monitored
     metric: its panels are data sets, which the leaderboards keep apart."""
-    metric = boards[0][1].sort
+    metric = boards[0][1].sort if boards else None
     return width_map([run for _, board in boards for run in board.runs], metric) if metric else None
 
 
