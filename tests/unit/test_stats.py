@@ -114,6 +114,13 @@ def test_seeds_for_power_at_its_edges():
     assert seeds_for_power(2.0, 1.0, 0.0) < seeds_for_power(1.0, 1.0, 0.0) < seeds_for_power(1.0, 1.0, 0.05)
 
 
+def test_seeds_for_power_falls_as_the_difference_grows_far_into_the_tail():
+    """scipy's noncentral t returns nan at some degrees of freedom for noncentralities of about 10-60; read as
+    "not found", a 40-point difference needed 5 seeds where a 16-point one needed 3 (a "5–3" interval)."""
+    needed = [seeds_for_power(effect, 4.0, 0.5) for effect in np.linspace(1.0, 60.0, 120)]
+    assert needed == sorted(needed, reverse=True) and needed[-1] == 2
+
+
 def test_a_one_seed_row_has_no_p_and_says_it_needs_two_seeds(tmp_path):
     board = sweep(tmp_path, {"dot": (30.0, 31.0, 29.0), "additive": (34.0,)})
     one = board.comparisons["encoder=additive"]

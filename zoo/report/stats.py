@@ -54,6 +54,7 @@ from scipy import stats as distributions
 from scipy.special import ndtr
 
 from zoo.registry import build, names
+from zoo.registry.discovery import discover
 from zoo.report.runs import Run
 from zoo.run.layout import TEST_ITEMS_FILE
 
@@ -142,6 +143,7 @@ class Scorer:
 
     def __init__(self, metric: str, options: dict) -> None:
         self.metric = metric
+        discover()  # the metric plugins, which a caller in Python (not zoo compare) may not have imported yet
         self.sacrebleu: Any = build("metric", options).sacrebleu_metric() if metric in names("metric") else None
         self._stats: dict[Path, dict[str, np.ndarray] | None] = {}
 
@@ -364,7 +366,10 @@ def seeds_for_power(
     ncp = _over(np.full(n.shape, abs(effect)), np.sqrt(2 * seed_variance / n + item_variance))
     exact = np.isinf(ncp)  # a difference without variance: any test finds it
     ncp = np.where(exact, 0.0, ncp)
-    found = exact | (distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp) >= power)
+    reached = distributions.nct.sf(critical, df, ncp) + distributions.nct.cdf(-critical, df, ncp)
+    normal = distributions.norm.sf(critical - ncp) + distributions.norm.cdf(-critical - ncp)
+    reached = np.where(np.isnan(reached), normal, reached)  # scipy's noncentral t gives nan far out (ncp ~10-60)
+    found = exact | (reached >= power)
     return int(n[found.argmax()]) if found.any() else MAX_SEEDS + 1
 
 
