@@ -73,11 +73,14 @@ def check_no_sweep_settings(overrides: list[str]) -> None:
 
 def check_preset_sweep(hydra_cfg: Any, overrides: list[str], multirun: bool) -> None:
     """A preset that sweeps (``experiment=compare_families`` sets ``hydra.sweeper.params``) needs ``-m``: without it
-    Hydra trains one run of the first values. With it, a budget among the values it sweeps decides what
-    :data:`BUDGET_DECIDES` names, as one on the command line does."""
+    Hydra trains one run of the first values (one point of the sweep, every swept key set on the command line, is
+    what it asks). With it, a budget among the values it sweeps decides what :data:`BUDGET_DECIDES` names, as one on
+    the command line does."""
     params = OmegaConf.select(hydra_cfg, "hydra.sweeper.params", default=None) or {}
-    if params and not multirun:
-        swept = ", ".join(f"{key}={value}" for key, value in params.items())
+    given = {key_and_value(override)[0] for override in overrides}
+    unset = {key: value for key, value in params.items() if key not in given}
+    if unset and not multirun:
+        swept = ", ".join(f"{key}={value}" for key, value in unset.items())
         raise NotAsAsked(
             f"this command line's presets sweep ({swept}), and without -m Hydra would train one run of their first "
             f"values: add -m (zoo train -m {' '.join(overrides)})"

@@ -18,6 +18,7 @@ import atexit
 import fcntl
 import json
 import logging
+import logging.handlers
 import os
 import socket
 import sys
@@ -249,6 +250,12 @@ class Claim:
         self.verdict = verdict
         self.lock: Lock | None = None
         self.log_handler: logging.Handler | None = None
+        # What the job logs before its log file opens (reading the data, the weights it starts from) is held here
+        # and written first into the file: the directory is not written before the run's record starts.
+        self.early_log: logging.handlers.MemoryHandler | None = None
+        if writes:
+            self.early_log = logging.handlers.MemoryHandler(capacity=1 << 16, flushLevel=logging.CRITICAL + 1)
+            logging.getLogger().addHandler(self.early_log)
 
     def acquire(self) -> None:
         """Lock the directory before the first write (again: a no-op). A config refused before this point
@@ -270,13 +277,25 @@ class Claim:
         job_name = str(HydraConfig.get().job.name) if HydraConfig.initialized() else "train"
         path = (self.run_dir / f"{job_name}.log").resolve()
         root = logging.getLogger()
-        if any(getattr(h, "baseFilename", None) == str(path) for h in root.handlers):
-            return  # a hydra/job_logging the user chose writes it already
-        self.log_handler = logging.FileHandler(path)
-        self.log_handler.setFormatter(logging.Formatter(LOG_FORMAT))
-        root.addHandler(self.log_handler)
+        if not any(getattr(h, "baseFilename", None) == str(path) for h in root.handlers):
+            # (else a hydra/job_logging the user chose writes it already)
+            self.log_handler = logging.FileHandler(path)
+            self.log_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            root.addHandler(self.log_handler)
+            if self.early_log is not None:
+                self.early_log.setTarget(self.log_handler)
+                self.early_log.flush()
+        self._drop_early_log()
+
+    def _drop_early_log(self) -> None:
+        if self.early_log is not None:
+            logging.getLogger().removeHandler(self.early_log)
+            self.early_log.setTarget(None)
+            self.early_log.close()
+            self.early_log = None
 
     def release(self) -> None:
+        self._drop_early_log()
         if self.log_handler is not None:
             logging.getLogger().removeHandler(self.log_handler)
             self.log_handler.close()
