@@ -12,11 +12,11 @@ import torch
 
 from zoo.api import (
     PAD,
-    ConfigError,
     Item,
     PredictCommand,
     TaskError,
     at_least,
+    must_be,
     positive,
     register,
 )
@@ -54,9 +54,12 @@ class TranslationTask(TextTask):
         def __post_init__(self) -> None:
             positive(self, "max_len_ratio")
             at_least(self, "max_len_offset", 0)
-            edges = list(self.length_buckets)
-            if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
-                raise ConfigError(f"length_buckets={edges} must be positive word counts in increasing order")
+            must_be(
+                self,
+                "length_buckets",
+                lambda e: min(e, default=1) >= 1 and list(e) == sorted(set(e)),
+                "positive word counts in increasing order",
+            )
 
     # ------------------------------------------------------------------ codecs
     def fit(self, train: Sequence[Item]) -> None:

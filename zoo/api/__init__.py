@@ -19,9 +19,9 @@ The bases, one per kind, named as the kind is (``zoo list`` shows the kinds)
 Config checks (called from a ``Config.__post_init__``, so a bad value stops at composition)
     :func:`at_least`, :func:`above`, :func:`positive`, :func:`between`, :func:`in_unit_interval`,
     :func:`fraction`, :func:`multiple_of`, :func:`no_wider_than`, :func:`one_of` with a :class:`Choice`
-    enum, and :func:`within_memory` with the bytes a parameter costs (:data:`TRAINED_BYTES`,
-    :data:`FROZEN_BYTES`). Errors: :class:`ConfigError`, :class:`TaskError`, :class:`ZooError` (the one-line
-    error every zoo failure is).
+    enum, :func:`must_be` for a rule of the plugin's own (``"odd"``), and :func:`within_memory` with the bytes
+    a parameter costs (:data:`TRAINED_BYTES`, :data:`FROZEN_BYTES`). Errors: :class:`ConfigError`,
+    :class:`TaskError`, :class:`ZooError` (the one-line error every zoo failure is).
 
 Helpers, by what they help with
     :mod:`zoo.api.layers` (the shared network parts: masked attention, Transformer blocks, reservoirs),
@@ -44,6 +44,7 @@ from zoo.config.checks import (
     fraction,
     in_unit_interval,
     multiple_of,
+    must_be,
     no_wider_than,
     one_of,
     positive,
@@ -85,7 +86,8 @@ __all__ = [
     "BOS", "EOS", "PAD", "UNK", "SPECIAL_TOKENS", "SPLITS",
     # config checks and errors
     "at_least", "above", "positive", "between", "in_unit_interval", "fraction", "multiple_of", "no_wider_than",
-    "one_of", "Choice", "within_memory", "TRAINED_BYTES", "FROZEN_BYTES", "ConfigError", "TaskError", "ZooError",
+    "one_of", "must_be", "Choice", "within_memory", "TRAINED_BYTES", "FROZEN_BYTES",
+    "ConfigError", "TaskError", "ZooError",
 ]  # fmt: skip
 
 

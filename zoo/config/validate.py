@@ -95,7 +95,14 @@ def _build(section: str, config_cls: type, values: dict[str, Any]) -> Any:
     try:
         return config_cls(**values)
     except ConfigError as error:
-        raise ConfigError(f"{section}.{error}") from None
+        raise ConfigError(in_section(section, error)) from None
+
+
+def in_section(section: str, error: ConfigError) -> str:
+    """The message of a section's check with the section before its key, once: a plugin's own message that already
+    names it (``encoder.kernel_size=4 ...``) is left as it is."""
+    message = str(error)
+    return message if message.startswith(f"{section}.") else f"{section}.{message}"
 
 
 def _check_composed(section: str, config: Any, cfg: DictConfig) -> None:
@@ -106,4 +113,4 @@ def _check_composed(section: str, config: Any, cfg: DictConfig) -> None:
     try:
         check(cfg)
     except ConfigError as error:
-        raise ConfigError(f"{section}.{error}") from None
+        raise ConfigError(in_section(section, error)) from None
