@@ -94,6 +94,18 @@ def checked(overrides: list[str]) -> list[str]:
     return overrides
 
 
+def say_sweep_cost(overrides: list[str]) -> None:
+    """A sweep of more than a few runs says how many and how long they take here before it launches
+    (:mod:`zoo.cli.sweep_cost`); a search's trials are its own business (``hydra.sweeper.trials``)."""
+    from zoo.cli.sweep_cost import A_FEW, sweep_cost
+
+    if not is_multirun(overrides) or is_search(overrides) or prints_only(overrides):
+        return
+    cost = sweep_cost(overrides)
+    if cost.runs > A_FEW:
+        print(f"zoo: this sweep launches {cost.says()}", file=sys.stderr, flush=True)
+
+
 def register_sweeper() -> None:
     """Register zoo's sweeper with Hydra. Hydra finds plugins by listing the ``hydra_plugins`` package, which
     misses zoo's in an editable install (setuptools maps it through an import hook that cannot be listed)."""
@@ -113,6 +125,7 @@ def main(overrides: list[str] | None = None) -> None:
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
         overrides = checked(overrides)
+        say_sweep_cost(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
     if prints_only(overrides):  # Hydra prints and runs no job: nothing of Lightning is needed
