@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,13 @@ from zoo.api import (
     Item,
     PredictCommand,
     TaskError,
-    at_least,
-    must_be,
-    positive,
     register,
 )
 from zoo.api.metrics import bleu_by_source_length
 from zoo.api.text import TextTask, load_tokenizer, max_output_len, tokenizer_path, train_tokenizer
 from zoo.api.vision import names_image_file
+
+from .translation_config import TranslationConfig
 
 
 @register("task", "translation")
@@ -44,22 +42,7 @@ class TranslationTask(TextTask):
         input="sentence",
     )
 
-    @dataclass
-    class Config:
-        joint_vocab: bool = False  # one tokenizer trained on source and target text together
-        max_len_ratio: float = 1.5  # longest output = ratio * source tokens + offset
-        max_len_offset: int = 10  # added to the ratio's bound
-        length_buckets: list[int] = field(default_factory=lambda: [10, 20, 30, 40, 50])  # BLEU by source length (words)
-
-        def __post_init__(self) -> None:
-            positive(self, "max_len_ratio")
-            at_least(self, "max_len_offset", 0)
-            must_be(
-                self,
-                "length_buckets",
-                lambda e: min(e, default=1) >= 1 and list(e) == sorted(set(e)),
-                "positive word counts in increasing order",
-            )
+    Config = TranslationConfig
 
     # ------------------------------------------------------------------ codecs
     def fit(self, train: Sequence[Item]) -> None:

@@ -30,7 +30,12 @@ Helpers, by what they help with
 
 Checking a plugin
     ``zoo check NAME...`` runs the contract tests on any registered component, installed or in a plugin folder.
+
+The bases and what they exchange are imported on first use: they import torch, which a module holding only a
+plugin's ``Config`` (checked before anything trains) does not need.
 """
+
+from typing import TYPE_CHECKING
 
 from zoo.api._moved import moved_name
 from zoo.config.checks import (
@@ -50,32 +55,34 @@ from zoo.config.checks import (
     positive,
     within_memory,
 )
-from zoo.contracts import (
-    BOS,
-    EOS,
-    PAD,
-    SPECIAL_TOKENS,
-    SPLITS,
-    UNK,
-    Attention,
-    Dataset,
-    Decoder,
-    DecoderOutput,
-    Encoder,
-    EncoderOutput,
-    Frontend,
-    ImageSource,
-    Item,
-    Metric,
-    PosEnc,
-    PredictCommand,
-    SourceDescription,
-    Task,
-    Tokenizer,
-)
-from zoo.contracts.task import TaskError
 from zoo.errors import ZooError
 from zoo.registry import build, get, register
+
+if TYPE_CHECKING:
+    from zoo.contracts import (
+        BOS,
+        EOS,
+        PAD,
+        SPECIAL_TOKENS,
+        SPLITS,
+        UNK,
+        Attention,
+        Dataset,
+        Decoder,
+        DecoderOutput,
+        Encoder,
+        EncoderOutput,
+        Frontend,
+        ImageSource,
+        Item,
+        Metric,
+        PosEnc,
+        PredictCommand,
+        SourceDescription,
+        Task,
+        Tokenizer,
+    )
+    from zoo.contracts.task import TaskError
 
 __all__ = [
     # registering
@@ -91,6 +98,20 @@ __all__ = [
 ]  # fmt: skip
 
 
+#: The names :mod:`zoo.contracts` holds, imported on first use (with torch).
+CONTRACTS = ("Task", "Dataset", "Tokenizer", "Metric", "Frontend", "PosEnc", "Encoder", "Decoder", "Attention", "Item",
+             "ImageSource", "SourceDescription", "EncoderOutput", "DecoderOutput", "PredictCommand",
+             "BOS", "EOS", "PAD", "UNK", "SPECIAL_TOKENS", "SPLITS")  # fmt: skip
+
+
 def __getattr__(name: str):
-    """A name that moved to a helper module or was renamed still works, with a warning naming where it is now."""
+    """A base or what the bases exchange, imported now; a name that moved to a helper module or was renamed still
+    works, with a warning naming where it is now."""
+    if name in CONTRACTS or name == "TaskError":
+        import zoo.contracts
+        import zoo.contracts.task
+
+        value = getattr(zoo.contracts.task if name == "TaskError" else zoo.contracts, name)
+        globals()[name] = value
+        return value
     return moved_name(__name__, name)

@@ -15,9 +15,9 @@ def next_steps() -> str:
     """The lines ``./run train`` ends with."""
     import zoo.config.schema  # noqa: F401  (stores the schema the configs compose with)
     from zoo.cli.sweep_cost import sweep_cost
-    from zoo.registry.index import store_stand_ins
+    from zoo.registry.index import store_configs
 
-    store_stand_ins()  # the components' defaults from the registry's index: no plugin (and no torch) imported
+    store_configs()  # the components' configs from the registry's index: no plugin (and no torch) imported
     full, short = sweep_cost(FULL), sweep_cost(SHORT)
     return "\n".join(
         [
