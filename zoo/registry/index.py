@@ -13,6 +13,7 @@ whose fingerprint differs is made again, so an edited, installed or removed plug
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import json
@@ -24,7 +25,7 @@ from importlib.metadata import EntryPoints, entry_points, version
 from pathlib import Path
 from typing import Any
 
-from zoo.registry.discovery import ENTRY_POINT_GROUP, env_folders
+from zoo.registry.discovery import ENTRY_POINT_GROUP, ENV_VAR, env_folders
 
 #: Bumped when what the index holds changes shape, so an older zoo's index is made again.
 FORMAT = 2
@@ -152,9 +153,15 @@ def task_commands() -> dict[str, str]:
 
 
 def _index() -> dict[str, Any]:
-    """The index for this installation: read from the cache folder, or made and written there."""
+    """The index for this installation: read from the cache folder, or made and written there; once a process for
+    each set of plugin folders (fingerprinting the sources takes a tenth of a second, and a check asks often)."""
+    return _index_of(os.environ.get(ENV_VAR, ""), index_file())
+
+
+@functools.cache
+def _index_of(folders: str, path: Path) -> dict[str, Any]:
+    """The index kept at ``path``, for the plugin folders ``folders`` ($ZOO_PLUGIN_DIRS, which change what it holds)."""
     stamp = fingerprint()
-    path = index_file()
     try:
         cached = json.loads(path.read_text())
     except (OSError, ValueError):
