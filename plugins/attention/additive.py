@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from zoo.api import Attention, at_least, register
+from zoo.api import Attention, register
+
+from .additive_config import AdditiveConfig
 
 
 @register("attention", "additive")
@@ -22,12 +23,7 @@ class AdditiveScorer(Attention):
     ``forward(q (B, H, T, dq), k (B, H, S, dk)) -> scores (B, H, T, S)``.
     """
 
-    @dataclass
-    class Config:
-        hidden_size: int = 128  # width A of the attention MLP
-
-        def __post_init__(self) -> None:
-            at_least(self, "hidden_size", 1)
+    Config = AdditiveConfig
 
     def __init__(self, cfg: Config, query_dim: int, key_dim: int, heads: int = 1) -> None:
         super().__init__()

@@ -69,7 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.api import SPLITS, ConfigError, Dataset, ImageSource, Item, ZooError, at_least, between, register
+from zoo.api import SPLITS, Dataset, ImageSource, Item, ZooError, at_least, between, must_be, register
 
 # --------------------------------------------------------------------------- the world
 SHAPES = ("circle", "square", "triangle", "cross")
@@ -451,8 +451,7 @@ class ScenesDataset(Dataset):
             at_least(self, "image_size", 32, "smaller images blur the small shapes into dots")
             between(self, "min_objects", 1, MAX_OBJECTS)
             between(self, "max_objects", 1, MAX_OBJECTS, "the captions describe at most 3 objects")
-            if self.max_objects < self.min_objects:
-                raise ConfigError(f"max_objects={self.max_objects} must be >= min_objects={self.min_objects}")
+            must_be(self, "max_objects", lambda n: n >= self.min_objects, f">= min_objects={self.min_objects}")
             between(self, "references", 1, MAX_REFERENCES, f"every scene has {MAX_REFERENCES} distinct captions")
             between(self, "noise", 0, 64)
 

@@ -13,13 +13,13 @@ how Bahdanau et al. (2015) annotate source words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from zoo.api import TRAINED_BYTES, Encoder, EncoderOutput, at_least, in_unit_interval, register, within_memory
+from zoo.api import Encoder, EncoderOutput, register
+
+from .rnn_config import RecurrentConfig
 
 
 class RecurrentEncoder(Encoder):
@@ -45,24 +45,7 @@ class RecurrentEncoder(Encoder):
 
     rnn_class: type[nn.RNNBase]  # set by each subclass
 
-    @dataclass
-    class Config:
-        hidden_size: int = 128  # units per direction and layer
-        layers: int = 1  # stacked recurrent layers
-        bidirectional: bool = True  # also read the sentence right-to-left
-        dropout: float = 0.1  # between stacked layers and on the outputs
-
-        def __post_init__(self) -> None:
-            at_least(self, "hidden_size", 1)
-            at_least(self, "layers", 1)
-            in_unit_interval(self, "dropout")
-            directions = 2 if self.bidirectional else 1
-            within_memory(
-                self,
-                ("hidden_size", "layers"),
-                directions * self.layers * self.hidden_size**2 * TRAINED_BYTES,
-                "the recurrent weights in training (one hidden x hidden matrix a layer)",
-            )
+    Config = RecurrentConfig
 
     def __init__(self, cfg: Config, input_dim: int) -> None:
         super().__init__()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from zoo.api import PAD, SPECIAL_TOKENS, Frontend, SourceDescription, at_least, in_unit_interval, register
+from zoo.api import PAD, SPECIAL_TOKENS, Frontend, SourceDescription, register
+
+from .tokens_config import TokensConfig
 
 
 @register("frontend", "tokens")
@@ -23,16 +24,7 @@ class TokenFrontend(Frontend):
     positions added to them (an N(0, 1) start would drown the positions).
     """
 
-    @dataclass
-    class Config:
-        # embedding size = output_dim; null: the encoder's width (a Transformer's d_model, else 128)
-        dim: int | None = None
-        scale: bool = False  # multiply embeddings by sqrt(dim)
-        dropout: float = 0.1  # dropout on the embedded vectors
-
-        def __post_init__(self) -> None:
-            at_least(self, "dim", 1)
-            in_unit_interval(self, "dropout")
+    Config = TokensConfig
 
     def __init__(self, cfg: Config, source: SourceDescription) -> None:
         super().__init__()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from zoo.api import ConfigError, PosEnc, at_least, register
+from zoo.api import PosEnc, at_least, must_be, register
 
 
 def relative_bucket(
@@ -53,8 +53,7 @@ class T5RelativeBias(PosEnc):
 
         def __post_init__(self) -> None:
             at_least(self, "num_buckets", 4)
-            if self.num_buckets % 2:
-                raise ConfigError(f"num_buckets={self.num_buckets} must be even: half are for each direction")
+            must_be(self, "num_buckets", lambda n: n % 2 == 0, "even", "half are for each direction")
             at_least(
                 self,
                 "max_distance",

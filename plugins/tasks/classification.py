@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from zoo.api import ConfigError, Item, TaskError, build, register
+from zoo.api import Item, TaskError, build, must_be, register
 from zoo.api.metrics import length_bucket_label
 from zoo.api.text import LabelTask
 
@@ -47,9 +47,12 @@ class ClassificationTask(LabelTask):
         length_buckets: list[int] = field(default_factory=lambda: [64, 128, 256, 512, 1024, 2048])
 
         def __post_init__(self) -> None:
-            edges = list(self.length_buckets)
-            if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
-                raise ConfigError(f"length_buckets={edges} must be positive token counts in increasing order")
+            must_be(
+                self,
+                "length_buckets",
+                lambda e: min(e, default=1) >= 1 and list(e) == sorted(set(e)),
+                "positive token counts in increasing order",
+            )
 
     def labels(self, references: Iterable[str]) -> list[str]:
         return sorted(set(references))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,16 @@ import torch
 
 from zoo.api import (
     PAD,
-    ConfigError,
     Item,
     PredictCommand,
     TaskError,
-    at_least,
-    positive,
     register,
 )
 from zoo.api.metrics import bleu_by_source_length
 from zoo.api.text import TextTask, load_tokenizer, max_output_len, tokenizer_path, train_tokenizer
 from zoo.api.vision import names_image_file
+
+from .translation_config import TranslationConfig
 
 
 @register("task", "translation")
@@ -44,19 +42,7 @@ class TranslationTask(TextTask):
         input="sentence",
     )
 
-    @dataclass
-    class Config:
-        joint_vocab: bool = False  # one tokenizer trained on source and target text together
-        max_len_ratio: float = 1.5  # longest output = ratio * source tokens + offset
-        max_len_offset: int = 10  # added to the ratio's bound
-        length_buckets: list[int] = field(default_factory=lambda: [10, 20, 30, 40, 50])  # BLEU by source length (words)
-
-        def __post_init__(self) -> None:
-            positive(self, "max_len_ratio")
-            at_least(self, "max_len_offset", 0)
-            edges = list(self.length_buckets)
-            if any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
-                raise ConfigError(f"length_buckets={edges} must be positive word counts in increasing order")
+    Config = TranslationConfig
 
     # ------------------------------------------------------------------ codecs
     def fit(self, train: Sequence[Item]) -> None:

@@ -1,12 +1,12 @@
 """The ``word`` tokenizer: one token per word or punctuation mark."""
 
-from dataclasses import dataclass
-
 from tokenizers import Tokenizer as HFPipeline
 from tokenizers import models, pre_tokenizers, trainers
 
-from zoo.api import SPECIAL_TOKENS, at_least, register
+from zoo.api import SPECIAL_TOKENS, register
 from zoo.api.text import HFTokenizer
+
+from .word_config import WordConfig
 
 
 @register("tokenizer", "word")
@@ -22,13 +22,7 @@ class WordTokenizer(HFTokenizer):
 
     encodes_words_apart = True  # the pre-tokenizer splits at spaces first
 
-    @dataclass
-    class Config:
-        min_frequency: int = 1  # words seen fewer times in training become <unk>
-        lowercase: bool = False  # lowercase text before splitting it
-
-        def __post_init__(self) -> None:
-            at_least(self, "min_frequency", 1)
+    Config = WordConfig
 
     def pipeline(self) -> HFPipeline:
         pipeline = HFPipeline(models.WordLevel(unk_token="<unk>"))

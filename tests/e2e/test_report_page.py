@@ -162,6 +162,26 @@ def test_brushing_an_axis_of_the_parallel_coordinates_keeps_the_runs_in_its_rang
     assert page.errors == []
 
 
+def test_after_a_brush_the_config_diff_compares_two_runs_it_kept(report_page):
+    """The diff compared additive-1 with dot-1; the brush keeps additive-1 and additive-2, not dot-1."""
+    page = report_page
+    page.locator(".zoo-parallel").scroll_into_view_if_needed()  # drawn once in view (WebGL)
+    page.wait_for_selector(".zoo-parallel .main-svg")
+    diffed = "[...document.querySelectorAll('#zoo-settings .zoo-diff select')].map(s => s.value.split('/').pop())"
+    assert page.evaluate(diffed) == ["additive-1", "dot-1"]
+    labels = page.evaluate("document.querySelector('.zoo-parallel').data[0].dimensions.map(d => d.label)")
+    page.evaluate(
+        "([gd, k]) => Plotly.restyle(gd, {[`dimensions[${k}].constraintrange`]: [[0.0015, 0.003]]})",
+        [page.query_selector(".zoo-parallel"), labels.index("optim.lr")],
+    )
+    page.wait_for_function("document.getElementById('zoo-count').innerText === '2 of 3 shown'")
+    assert page.evaluate(diffed) == ["additive-1", "additive-2"]
+    assert "optim.lr" not in page.inner_text(".zoo-diff-table") and "seed" in page.inner_text(".zoo-diff-table")
+    page.click("#zoo-unbrush")
+    page.wait_for_function("document.getElementById('zoo-count').innerText === '3 of 3 shown'")
+    assert page.errors == []
+
+
 def download(page, button: str) -> list[dict]:
     with page.expect_download() as done:
         page.click(button)

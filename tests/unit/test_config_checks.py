@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -21,12 +22,15 @@ from zoo.config.checks import (
     fraction,
     in_unit_interval,
     multiple_of,
+    must_be,
     no_wider_than,
     one_of,
     physical_memory,
     positive,
     within_memory,
 )
+from zoo.config.validate import check_sections
+from zoo.contracts import Attention
 from zoo.nn.norms import Norm
 from zoo.registry.discovery import discover
 from zoo.training.preflight import validate
@@ -208,6 +212,31 @@ def test_choices_survive_yaml_plain_containers_and_building():
 def test_an_out_of_range_value_names_its_section_and_field(overrides, message):
     with pytest.raises(ConfigError, match=f"^{message}"):
         validate(composed(*overrides))
+
+
+class OddWindow(Attention):
+    """A scorer with rules of its own: its window odd (the helper), its scale not 3 (the plugin's own message,
+    written with its section, as a plugin author might)."""
+
+    @dataclass
+    class Config:
+        kernel_size: int = 3
+        scale: float = 1.0
+
+        def __post_init__(self) -> None:
+            must_be(self, "kernel_size", lambda k: k % 2 == 1, "odd", "a window centred on the query")
+            if self.scale == 3:
+                raise ConfigError(f"attention.scale={self.scale} is reserved")
+
+
+def test_a_plugins_own_rule_names_its_key_once(monkeypatch):
+    entries = sys.modules["zoo.registry.entries"]  # the module (zoo.registry.entries is also a function)
+    monkeypatch.setattr(entries, "_ENTRIES", dict(entries._ENTRIES))  # the registry as it was, afterwards
+    registry.register("attention", "odd_window")(OddWindow)
+    with pytest.raises(ConfigError, match=r"^attention.kernel_size=4 must be odd; a window centred on the query$"):
+        check_sections(composed("attention=odd_window", "attention.kernel_size=4"))
+    with pytest.raises(ConfigError, match=r"^attention.scale=3.0 is reserved$"):
+        check_sections(composed("attention=odd_window", "attention.scale=3"))
 
 
 def test_a_section_checks_itself_against_the_rest_of_the_composed_config():

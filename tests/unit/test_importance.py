@@ -72,3 +72,17 @@ def test_without_optuna_one_line_says_what_to_install(search, tmp_path, monkeypa
     assert [line for line in compare([search]).splitlines() if "importance" in line] == [NO_OPTUNA]
     top, _ = sections(leaderboards(runs), tmp_path / "report.html", search_families(runs))
     assert f'<p class="note">{NO_OPTUNA}</p>'.replace("'", "&#x27;") in top
+
+
+def test_trials_that_all_tied_leave_the_shares_undefined(tmp_path):
+    """Nine tuned settings and every trial at 0.00: no setting gets 1/9 of a variation there is not."""
+    space = {"optim": {f"s{k}": "interval(0.0, 1.0)" for k in range(9)}}
+    draw = random.Random(0)
+    for number in range(4):
+        folder = tmp_path / "sweep" / str(number)
+        trial(folder, number, 1e-3, 64, 0.0)
+        values = {f"s{k}": draw.random() for k in range(9)}
+        (folder / "config.yaml").write_text(yaml.safe_dump({"optim": values, "search": {"space": space}}))
+    (found,) = importances(search_families(find_runs([tmp_path / "sweep"])))
+    assert found.shares == {} and found.tied == 0.0
+    assert "search (4 trials): undefined, every trial scored 0.00" in compare([tmp_path / "sweep"]).splitlines()

@@ -7,7 +7,8 @@ from helpers.run_files import summary, write
 from zoo.report.aggregate import Stat
 from zoo.report.colours import PALETTE, fnv1a, palette
 from zoo.report.columns import stat_column
-from zoo.report.compare import Leaderboard, comparable_sets
+from zoo.report.compare import Leaderboard, comparable_sets, leaderboards
+from zoo.report.live import colours_of
 from zoo.report.runs import find_runs
 from zoo.report.words import dataset_words, recipe_words
 
@@ -36,6 +37,22 @@ def test_keys_that_pick_the_same_colour_get_the_next_free_ones_in_hash_order():
     assert [colours[key] for key in keys] == [PALETTE[(slot + k) % len(PALETTE)] for k in range(4)]
     many = palette(f"run {k}" for k in range(len(PALETTE) + 3))
     assert set(many.values()) == set(PALETTE), "more keys than colours: every colour used, then shared"
+
+
+def test_the_dashboard_of_a_sweep_under_way_colours_each_configuration_as_the_finished_report(tmp_path):
+    """The first job's configuration keeps its colour when a later job's, whose hash is smaller, claims its slot."""
+    slot = fnv1a("key-gru") % len(PALETTE)
+    later = next(
+        name
+        for name in (f"e{n}" for n in range(5000))
+        if fnv1a(f"key-{name}") % len(PALETTE) == slot and fnv1a(f"key-{name}") < fnv1a("key-gru")
+    )
+    write(tmp_path / "9", summary("gru", {"bleu": 30.0}, status="running"))
+    under_way = colours_of(leaderboards(find_runs([tmp_path])), [])
+    write(tmp_path / "10", summary(later, {"bleu": 20.0}))
+    finished = colours_of(leaderboards(find_runs([tmp_path])), [])
+    assert finished["key-gru"] == under_way["key-gru"] == PALETTE[slot]
+    assert finished[f"key-{later}"] == PALETTE[(slot + 1) % len(PALETTE)], "the later job takes the next free slot"
 
 
 def test_a_dataset_is_named_by_its_corpus_direction_and_test_split_then_what_differs():

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 import zoo.config.schema  # noqa: F401  (stores the schema)
 from hydra_plugins.zoo_optuna_sweeper.optuna_sweeper import ZooOptunaSweeper  # stores hydra/sweeper=zoo_optuna
 from zoo.cli.train_asked import check_asked
-from zoo.cli.train_checks import asks_for_help, check_composition, check_modes, is_multirun, is_search, prints_only
+from zoo.cli.train_checks import check_composition, check_modes, is_multirun, is_search, prints_only
 from zoo.config.compose import plugin_dirs_from_overrides
 from zoo.config.machine import kernels_switched_on
 from zoo.config.presets import check_presets_not_repeated
@@ -30,7 +30,7 @@ from zoo.config.renamed import check_renamed
 from zoo.disk import full_disk
 from zoo.errors import ZooError, report
 from zoo.registry.discovery import discover
-from zoo.registry.index import store_stand_ins
+from zoo.registry.index import store_configs
 from zoo.run.ranks import follow_job, started_rank
 
 
@@ -80,18 +80,32 @@ def checked(overrides: list[str]) -> list[str]:
     check_presets_not_repeated(overrides)
     given, overrides = overrides, resume_overrides(overrides)
     folders = plugin_dirs_from_overrides(overrides)
-    if asks_for_help(overrides) and not folders:
-        store_stand_ins()  # Hydra's help lists the registry's cached index: no plugin (and no torch) imported
-    else:
+    if folders:
         discover(folders)
+    else:
+        store_configs()  # the registry's cached index: the plugins are imported once a check needs them (torch)
     register_sweeper()
     check_asked(given, is_multirun(given))
     check_composition(overrides)
+    if not prints_only(overrides):
+        discover(folders)  # the jobs build the components: every plugin imported, once the command line has passed
     if is_search(overrides):
         from zoo.search.space import ranges_added
 
         overrides = ranges_added(overrides)
     return overrides
+
+
+def say_sweep_cost(overrides: list[str]) -> None:
+    """A sweep of more than a few runs says how many and how long they take here before it launches
+    (:mod:`zoo.cli.sweep_cost`); a search's trials are its own business (``hydra.sweeper.trials``)."""
+    from zoo.cli.sweep_cost import A_FEW, sweep_cost
+
+    if not is_multirun(overrides) or is_search(overrides) or prints_only(overrides):
+        return
+    cost = sweep_cost(overrides)
+    if cost.runs > A_FEW:
+        print(f"zoo: this sweep launches {cost.says()}", file=sys.stderr, flush=True)
 
 
 def register_sweeper() -> None:
@@ -113,6 +127,7 @@ def main(overrides: list[str] | None = None) -> None:
     overrides = sys.argv[1:] if overrides is None else list(overrides)
     with one_line_errors():
         overrides = checked(overrides)
+        say_sweep_cost(overrides)
     sys.argv = [__file__, *overrides]
     sys.modules["__main__"].__spec__ = __spec__
     if prints_only(overrides):  # Hydra prints and runs no job: nothing of Lightning is needed

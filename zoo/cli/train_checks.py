@@ -171,9 +171,14 @@ def check_job(overrides: list[str], checks: JobChecks) -> None:
     schema has, every value in range (:func:`zoo.training.preflight.validate`) and the trainer's devices here."""
     from zoo.config.machine import check_machine
     from zoo.config.schema import check_keys
+    from zoo.registry.discovery import discover
+    from zoo.registry.index import checkable
     from zoo.training.preflight import validate
 
     cfg = compose_config(overrides)
+    if not checkable(cfg):  # a component composed from its defaults alone: its types are checked with its plugin
+        discover()
+        cfg = compose_config(overrides)
     check_composed_as_asked(cfg, overrides)
     if checks.values:
         validate(cfg)

@@ -53,7 +53,10 @@ def one_of(cfg: Any, field: str, choices: type[Choice]) -> None:
         setattr(cfg, field, choices.parse(value, field))
 
 
-def _check(cfg: Any, field: str, ok: Callable[[Any], bool], allowed: str, hint: str) -> None:
+def must_be(cfg: Any, field: str, ok: Callable[[Any], bool], allowed: str, hint: str = "") -> None:
+    """``ok(cfg.field)``, the rule no other helper states: ``must_be(self, "kernel_size", lambda k: k % 2, "odd")``
+    refuses 4 as ``kernel_size=4 must be odd``. The message names the field alone, as every helper's does; the
+    section is added where the config is checked (``encoder.kernel_size=4 must be odd``)."""
     value = getattr(cfg, field)
     if value is not None and not ok(value):
         raise ConfigError(f"{field}={value!r} must be {allowed}" + (f"; {hint}" if hint else ""))
@@ -61,12 +64,12 @@ def _check(cfg: Any, field: str, ok: Callable[[Any], bool], allowed: str, hint: 
 
 def at_least(cfg: Any, field: str, low: float, hint: str = "") -> None:
     """``cfg.field >= low``."""
-    _check(cfg, field, lambda v: v >= low, f">= {low}", hint)
+    must_be(cfg, field, lambda v: v >= low, f">= {low}", hint)
 
 
 def above(cfg: Any, field: str, low: float, hint: str = "") -> None:
     """``cfg.field > low``."""
-    _check(cfg, field, lambda v: v > low, f"> {low}", hint)
+    must_be(cfg, field, lambda v: v > low, f"> {low}", hint)
 
 
 def positive(cfg: Any, field: str, hint: str = "") -> None:
@@ -76,31 +79,31 @@ def positive(cfg: Any, field: str, hint: str = "") -> None:
 
 def between(cfg: Any, field: str, low: float, high: float, hint: str = "") -> None:
     """``low <= cfg.field <= high``."""
-    _check(cfg, field, lambda v: low <= v <= high, f"in [{low}, {high}]", hint)
+    must_be(cfg, field, lambda v: low <= v <= high, f"in [{low}, {high}]", hint)
 
 
 def in_unit_interval(cfg: Any, field: str, hint: str = "") -> None:
     """``0 <= cfg.field < 1``: a dropout rate, a smoothing mass, a momentum."""
-    _check(cfg, field, lambda v: 0 <= v < 1, "in [0, 1)", hint)
+    must_be(cfg, field, lambda v: 0 <= v < 1, "in [0, 1)", hint)
 
 
 def fraction(cfg: Any, field: str, hint: str = "") -> None:
     """``0 < cfg.field <= 1``: a density, a probability mass that must keep something."""
-    _check(cfg, field, lambda v: 0 < v <= 1, "in (0, 1]", hint)
+    must_be(cfg, field, lambda v: 0 < v <= 1, "in (0, 1]", hint)
 
 
 def multiple_of(cfg: Any, field: str, divisor_field: str, hint: str = "") -> None:
     """``cfg.field`` is a multiple of ``cfg.divisor_field`` (check the divisor is >= 1 first)."""
     divisor = getattr(cfg, divisor_field)
     if divisor is not None:
-        _check(cfg, field, lambda v: v % divisor == 0, f"a multiple of {divisor_field}={divisor}", hint)
+        must_be(cfg, field, lambda v: v % divisor == 0, f"a multiple of {divisor_field}={divisor}", hint)
 
 
 def no_wider_than(cfg: Any, field: str, width_field: str, hint: str = "") -> None:
     """``cfg.field <= cfg.width_field`` (e.g. a compression of vectors no wider than they are)."""
     width = getattr(cfg, width_field)
     if width is not None:
-        _check(cfg, field, lambda v: v <= width, f"<= {width_field}={width}", hint)
+        must_be(cfg, field, lambda v: v <= width, f"<= {width_field}={width}", hint)
 
 
 #: Bytes one trained float32 parameter takes: the weight, its gradient and AdamW's two moments.

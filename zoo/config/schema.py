@@ -31,7 +31,8 @@ from zoo.config.sections import (
 )
 from zoo.config.store import ConfigStore
 from zoo.config.suggest import close_matches, with_hint
-from zoo.registry.entries import PRESETS_CONFIG, get, store_preset_groups
+from zoo.registry.entries import PRESETS_CONFIG, store_preset_groups
+from zoo.registry.index import config_class
 from zoo.registry.kinds import GROUP_KINDS, OPTIONAL_GROUPS
 
 #: Config groups that are not component kinds: presets of plain sections, composed after the kinds. (A component's
@@ -146,7 +147,7 @@ def check_keys(cfg: DictConfig) -> None:
                 )
             chosen = cfg[group]
             if chosen is not None:  # an optional group left null: the kind's own choice
-                fields = _field_names(get(kind.name, chosen.name).config_cls)
+                fields = _field_names(config_class(kind.name, chosen.name)) | {"name", "defaults"}
                 refuse_unknown(
                     chosen,
                     group,

@@ -26,7 +26,8 @@ from omegaconf.errors import OmegaConfBaseException
 from zoo.config.checks import ConfigError, at_least, between
 from zoo.config.schema import PLAIN_SECTIONS, check_keys
 from zoo.errors import first_line
-from zoo.registry import GROUP_KINDS, get
+from zoo.registry import GROUP_KINDS
+from zoo.registry.index import config_class
 
 
 def check_sections(cfg: DictConfig) -> None:
@@ -39,7 +40,7 @@ def check_sections(cfg: DictConfig) -> None:
         for group in kind.groups:
             if cfg.get(group) is not None:  # an optional group left null means the kind's own choice
                 values = _values(cfg[group])
-                built[group] = _build(group, get(kind.name, values.pop("name")).cls.Config, values)
+                built[group] = _build(group, config_class(kind.name, values.pop("name")), values)
     for section, config in built.items():
         _check_composed(section, config, cfg)
     refuse_fp16_on_cpu(cfg.trainer)
@@ -61,7 +62,7 @@ def check_setting(cfg: DictConfig, key: str, value: Any) -> None:
         if section in PLAIN_SECTIONS:
             _build(section, PLAIN_SECTIONS[section], values)
         else:
-            _build(section, get(kind.name, values.pop("name")).cls.Config, values)
+            _build(section, config_class(kind.name, values.pop("name")), values)
 
     try:
         build(_values(cfg[section]))
@@ -95,7 +96,14 @@ def _build(section: str, config_cls: type, values: dict[str, Any]) -> Any:
     try:
         return config_cls(**values)
     except ConfigError as error:
-        raise ConfigError(f"{section}.{error}") from None
+        raise ConfigError(in_section(section, error)) from None
+
+
+def in_section(section: str, error: ConfigError) -> str:
+    """The message of a section's check with the section before its key, once: a plugin's own message that already
+    names it (``encoder.kernel_size=4 ...``) is left as it is."""
+    message = str(error)
+    return message if message.startswith(f"{section}.") else f"{section}.{message}"
 
 
 def _check_composed(section: str, config: Any, cfg: DictConfig) -> None:
@@ -106,4 +114,4 @@ def _check_composed(section: str, config: Any, cfg: DictConfig) -> None:
     try:
         check(cfg)
     except ConfigError as error:
-        raise ConfigError(f"{section}.{error}") from None
+        raise ConfigError(in_section(section, error)) from None

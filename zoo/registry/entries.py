@@ -150,11 +150,10 @@ def _comment_of(statement: ast.stmt, lines: list[str], comments: dict[int, str])
     return " ".join(above)
 
 
-def _tagged_config(kind: str, name: str, cls: type) -> type:
-    """The component's Config plus a ``name`` field that says which class to build."""
-    base = cls.Config
+def tagged_config(kind: str, name: str, base: type, chosen: dict[str, str], module: str) -> type:
+    """The component's Config ``base`` plus a ``name`` field that says which class to build, and a task's choices of
+    other kinds' defaults (``chosen``, its ``component_defaults``); made as the component's module's."""
     fields: list[tuple] = [("name", str, dataclasses.field(default=name))]
-    chosen = getattr(cls, "component_defaults", {})
     if chosen:
         if not declared_kind(kind).chooses_defaults:
             raise RegistryError(
@@ -164,7 +163,7 @@ def _tagged_config(kind: str, name: str, cls: type) -> type:
         overrides = [{f"override /{group}@_global_.{group}": choice} for group, choice in chosen.items()]
         fields.append(("defaults", list, dataclasses.field(default_factory=lambda: [*overrides, "_self_"])))
     tagged = dataclasses.make_dataclass(f"{kind.capitalize()}_{name}", fields, bases=(base,))
-    tagged.__module__ = cls.__module__
+    tagged.__module__ = module
     return tagged
 
 
@@ -221,7 +220,7 @@ def register(kind: str, name: str) -> Callable[[type], type]:
             )
         if existing is not None and existing.cls is not cls:
             return existing.cls  # the same plugin again (its folder and its installed package): keep the first
-        config_cls = _tagged_config(kind, name, cls)
+        config_cls = tagged_config(kind, name, cls.Config, getattr(cls, "component_defaults", {}), cls.__module__)
         own = cls.__dict__.get("__doc__")  # its own: a base's docstring would describe every plugin of the kind
         doc = inspect.cleandoc(own) if isinstance(own, str) else ""
         entry = Entry(kind, name, cls, config_cls, cls.__module__, doc.splitlines()[0] if doc else "")

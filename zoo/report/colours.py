@@ -1,17 +1,23 @@
-"""One colour per configuration, the same on every chart of a page and in every report.
+"""One colour per configuration, the same on every chart of a page, in the live dashboard and in every report.
 
-A colour taken by order (the first configuration blue, the next red) changes as soon as the runs listed change:
-the same configuration was blue in one chart and red in the next. Here a configuration's colour is derived from
-its key alone: the key's 32-bit FNV-1a hash (Fowler, Noll and Vo) picks a slot of a fixed palette. Two keys that
-pick the same slot are resolved without regard to order: the keys are placed in order of their hashes, each in
-its slot or, when that is taken, the next free one (linear probing); past :data:`PALETTE` keys, slots repeat.
+A colour taken by order of listing (the first configuration blue, the next red) changes as soon as the runs listed
+change: the same configuration was blue in one chart and red in the next. Here a configuration's colour is derived
+from its key: the key's 32-bit FNV-1a hash (Fowler, Noll and Vo) picks a slot of a fixed palette, and a key whose
+slot is taken gets the next free one (linear probing); past :data:`PALETTE` keys, slots repeat.
 
-``assets/charts.js`` computes the same colours for the groups a reader makes in the page (``Zoo.palette``).
+Who gets a contested slot is decided in one of two ways. The configurations of runs (:func:`first_come`) take
+slots in the order their first runs started (:func:`started_order`: the folders Hydra names by date, time and job
+number, in that order), so a colour once drawn never changes: the dashboard, which sees a
+sweep's runs as they start, draws each configuration as the finished report of the same runs does, and a sweep
+added tomorrow leaves today's colours alone. The groups a reader makes in the page (:func:`palette`, computed
+alike by ``assets/palette.js``) have no start; their keys take slots in order of their hashes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from pathlib import Path
 
 #: Colours that read on white and stay apart: D3's category10 less its grey, its olive darker, then navy,
 #: goldenrod and teal.
@@ -43,9 +49,15 @@ def fnv1a(text: str) -> int:
 def palette(keys: Iterable[str]) -> dict[str, str]:
     """Each distinct key's colour: its hash's slot of :data:`PALETTE`, else the next free slot, keys placed in
     order of (hash, key); a function of the set of keys, never of their order."""
+    return first_come(sorted(set(keys), key=lambda key: (fnv1a(key), key)))
+
+
+def first_come(keys: Iterable[str]) -> dict[str, str]:
+    """Each distinct key's colour, the keys placed in the order given: its hash's slot of :data:`PALETTE`, else the
+    next free slot. A key's colour depends on the keys before it alone, so keys added at the end recolour none."""
     colours: dict[str, str] = {}
     taken: set[int] = set()
-    for key in sorted(set(keys), key=lambda key: (fnv1a(key), key)):
+    for key in dict.fromkeys(keys):
         slot = fnv1a(key) % len(PALETTE)
         free = next((s % len(PALETTE) for s in range(slot, slot + len(PALETTE)) if s % len(PALETTE) not in taken), slot)
         taken.add(free)
@@ -53,3 +65,9 @@ def palette(keys: Iterable[str]) -> dict[str, str]:
             taken.clear()
         colours[key] = PALETTE[free]
     return colours
+
+
+def started_order(path: Path) -> list:
+    """Where a run's folder sorts among others in the order runs start: its path with each number compared as a
+    number, so a sweep's job 10 comes after job 9 (Hydra names folders by date, time and job number)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]

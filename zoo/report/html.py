@@ -313,9 +313,12 @@ def importance_part(families: list[Family], colours: dict[str, str]) -> list[str
         return [f'<p class="note">{html.escape(NO_OPTUNA)}</p>']
     if not found:
         return [f'<p class="note">{html.escape(TOO_FEW)}</p>']
+    undefined = [f'<p class="note">{html.escape(item.summary())}</p>' for item in found if item.tied is not None]
+    figure = [_figure(importance_figure(found, colours))] if len(undefined) < len(found) else []
     return [
         "<h3>Hyperparameter importance</h3>",
-        _figure(importance_figure(found, colours)),
+        *figure,
+        *undefined,
         f'<p class="note">{html.escape(importance_note(found))}</p>',
     ]
 

@@ -6,7 +6,9 @@ best validation score, put into an in-memory study. The evaluator is fANOVA (Hut
 forest fitted to the scores, each setting's share of its functional-ANOVA variance) when scikit-learn is
 installed, else PED-ANOVA (Watanabe et al., 2023: how much each setting's distribution among the best 10 % of
 the trials departs from its distribution among all of them), which Optuna computes without it. The shares sum to
-one. A setting every trial had alike is left out; a family with fewer than two finished trials has none.
+one. A setting every trial had alike is left out; a family with fewer than two finished trials has none. When every
+trial scored the same there is no variation to share: the evaluators would still return equal shares (1/9 each of
+nine settings, as if each explained a ninth), so the shares are *undefined* instead, and said to be.
 
 Optuna is the ``search`` extra: without it, the report and ``zoo compare`` say so in one line.
 """
@@ -41,7 +43,15 @@ class Importance:
     family: str
     trials: int
     method: str
-    shares: dict[str, float]
+    shares: dict[str, float]  # empty where undefined: every trial had the score ``tied``
+    tied: float | None = None
+
+    def summary(self) -> str:
+        """One line: the settings by share, or why there are none."""
+        if self.tied is not None:
+            return f"{self.family} ({self.trials} trials): undefined, every trial scored {self.tied:.2f}"
+        shares = ", ".join(f"{key} {share:.2f}" for key, share in self.shares.items())
+        return f"{self.family} ({self.trials} trials): {shares}"
 
 
 def tuned_values(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -88,6 +98,10 @@ def importance(family: Family) -> Importance | None:
     keys = [key for key in keys if len({repr(values[key]) for values, _, _ in trials}) > 1]
     if not keys:
         return None
+    method, name = evaluator()
+    scores = {score for _, _, score in trials}
+    if len(scores) == 1:
+        return Importance(family.label, len(trials), name, {}, tied=scores.pop())
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize" if family.higher_is_better else "minimize")
     for values, ranges, score in trials:
@@ -98,7 +112,6 @@ def importance(family: Family) -> Importance | None:
                 value=score,
             )
         )
-    method, name = evaluator()
     with warnings.catch_warnings():  # Optuna marks its evaluators experimental
         warnings.simplefilter("ignore")
         shares = optuna.importance.get_param_importances(study, evaluator=method)
@@ -123,9 +136,7 @@ def format_importance(families: list[Family], markdown: bool = False) -> str:
         return TOO_FEW + "\n"
     bullet = "- " if markdown else ""
     lines = [f"hyperparameter importance, the share of the trials' validation score variation: {found[0].method}"]
-    for item in found:
-        shares = ", ".join(f"{key} {share:.2f}" for key, share in item.shares.items())
-        lines.append(f"{bullet}{item.family} ({item.trials} trials): {shares}")
+    lines += [f"{bullet}{item.summary()}" for item in found]
     return "\n".join(lines) + "\n"
 
 
@@ -140,9 +151,11 @@ def importance_note(found: list[Importance]) -> str:
 
 
 def importance_figure(found: list[Importance], colours: dict[str, str]) -> go.Figure:
-    """Horizontal bars: each setting's share (x) per family, the settings in order of their largest share."""
+    """Horizontal bars: each setting's share (x) per family, the settings in order of their largest share; a family
+    whose shares are undefined has none."""
     import plotly.graph_objects as go
 
+    found = [item for item in found if item.tied is None]
     keys = list(dict.fromkeys(key for item in found for key in item.shares))
     keys.sort(key=lambda key: max(item.shares.get(key, 0.0) for item in found))
     fig = go.Figure()

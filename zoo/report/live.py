@@ -21,7 +21,7 @@ from typing import Any
 
 from zoo.report.aggregate import COSTS, cost
 from zoo.report.bands import metric_bounds
-from zoo.report.colours import PALETTE, palette
+from zoo.report.colours import PALETTE, first_come, palette, started_order
 from zoo.report.compare import COST_DECIMALS, Leaderboard
 from zoo.report.frontier import family as compute_family
 from zoo.report.runs import Curve, Run, logged_place
@@ -51,13 +51,16 @@ def run_labels(boards: list[tuple[str, Leaderboard]], runs: list[Run]) -> dict[s
 
 
 def colours_of(boards: list[tuple[str, Leaderboard]], families: list[Family]) -> dict[str, str]:
-    """The page's colours (:func:`zoo.report.colours.palette`): of every configuration its runs' curves pool
-    (:func:`chart_group`), every row of the leaderboards and every family of a compute comparison or search."""
+    """The page's colours (:func:`zoo.report.colours.first_come`): of every configuration its runs' curves pool
+    (:func:`chart_group`), every row of the leaderboards and every family of a compute comparison or search, each
+    placed when its first run started, so the dashboard of a sweep under way colours as the finished report."""
+    family_runs = {family.label: [*family.trials.values(), *family.unscored, *family.reseeds] for family in families}
     runs = [run for _, board in boards for run in (*board.runs, *board.skipped)]
-    runs += [run for family in families for run in (*family.trials.values(), *family.unscored, *family.reseeds)]
-    keys = {chart_group(run) for run in runs} | {group.key for _, board in boards for group in board.groups}
-    keys |= {family.label for family in families} | {compute_family(run) for run in runs}
-    return palette(keys)
+    runs += [run for members in family_runs.values() for run in members]
+    members = [(key, run) for run in runs for key in (chart_group(run), compute_family(run))]
+    members += [(group.key, run) for _, board in boards for group in board.groups for run in group.runs]
+    members += [(label, run) for label, family in family_runs.items() for run in family]
+    return first_come(key for key, _ in sorted(members, key=lambda member: started_order(member[1].path)))
 
 
 def boards_of(boards: list[tuple[str, Leaderboard]]) -> list[dict[str, Any]]:

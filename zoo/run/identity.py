@@ -52,10 +52,11 @@ def flat(values: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: values}
 
 
-def config_key(cfg: DictConfig) -> str:
-    """A short hash of the resolved config without seed, paths and logging: equal for the seeds of one configuration."""
+def config_key(cfg: DictConfig, leaving_out: tuple[str, ...] = ()) -> str:
+    """A short hash of the resolved config without seed, paths and logging: equal for the seeds of one configuration
+    (and, ``leaving_out`` more settings, for the runs that differ only in those)."""
     values = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    for dotted in NOT_IN_CONFIG_KEY:
+    for dotted in (*NOT_IN_CONFIG_KEY, *leaving_out):
         *parents, leaf = dotted.split(".")
         section = values
         for parent in parents:

@@ -33,14 +33,16 @@ def validate(cfg: DictConfig) -> None:
     """Raise one line (a :class:`ConfigError` naming the section and field, or what is missing) for the first thing
     in ``cfg`` a job would trip over."""
     check_sections(cfg)
-    # What takes building needs torch and Lightning, imported once the sections pass: a refused key or range
-    # answers in a second rather than after them.
+    # What takes building needs the plugins, torch and Lightning, imported once the sections pass: a refused key or
+    # range answers in a second rather than after them.
     from zoo.checks.probe import probe_model
     from zoo.data.datamodule import build_task
+    from zoo.registry.discovery import discover
     from zoo.training.evaluation import MetricSuite
     from zoo.training.init_from import read_initial
     from zoo.training.loggers import check_tracking_server
 
+    discover(list(cfg.get("plugin_dirs") or []))
     if cfg.scst.enabled:
         check_reward(cfg)
     MetricSuite(cfg)  # an unknown metric or monitor is reported now, not after the data has loaded

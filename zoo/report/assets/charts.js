@@ -572,9 +572,15 @@ const Zoo = (() => {
     const [first, second] = root.querySelectorAll(".zoo-diff select");
     const ids = shownIds().length ? shownIds() : data.order;
     const options = ids.map(id => [id, `${data.runs.get(id).label} — ${shortName(id)}`]);
-    fillSelect(first, options, first.value || ids[0]);
-    const other = ids.find(id => data.runs.get(id).group !== data.runs.get(first.value)?.group);
-    fillSelect(second, options, second.value || other || ids[1] || ids[0]);
+    // Runs still shown stay chosen; one a brush or filter hid gives way to a shown one, the second never the first
+    // while another is shown: a run of another configuration if there is one.
+    const firstId = ids.includes(first.value) ? first.value : ids[0];
+    const others = ids.filter(id => id !== firstId);
+    const other = others.find(id => data.runs.get(id).group !== data.runs.get(firstId).group) ?? others[0];
+    const secondId = others.includes(second.value) ? second.value : other ?? firstId;
+    fillSelect(first, options);
+    fillSelect(second, options);
+    [first.value, second.value] = [firstId, secondId];
     const table = root.querySelector(".zoo-diff-table");
     const keys = varying([first.value, second.value]).sort();
     const value = v => (v === undefined ? "—" : typeof v === "string" ? v : canonical(v));
