@@ -233,8 +233,13 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
     return "\n".join([title, "", *table, "", *details]) + "\n"
 
 
+#: How a resumed run's record reads what stopped it (``resumes[].from``, the status it was found in).
+STOPPED = {"running": "killed", "interrupted": "interrupted (a signal: pre-emption, a time limit, Ctrl-C)"}
+
+
 def _family_lines(family: Family) -> list[str]:
-    """The family's best trial, then its failed trials by reason, each with its run directories."""
+    """The family's best trial, then its failed trials by reason, each with its run directories, then the trials
+    that were cut off and resumed (a worker or job killed, a job pre-empted), each counted once."""
     by_reason: dict[str, list[tuple[int, Run]]] = {}
     for number, run in sorted(family.failed_trials.items()):
         by_reason.setdefault(run.summary.get("reason") or "no reason recorded", []).append((number, run))
@@ -243,7 +248,13 @@ def _family_lines(family: Family) -> list[str]:
         f"({reason}): {', '.join(str(run.path) for _, run in trials)}"
         for reason, trials in by_reason.items()
     ]
-    return [_best_line(family), *failed]
+    resumed = [
+        f"{family.label}: trial {number} was {STOPPED.get(resume['from'], resume['from'])} at step {resume['step']} "
+        f"and resumed from there: {run.path}"
+        for number, run in sorted(family.trials.items())
+        for resume in run.summary.get("resumes", [])
+    ]
+    return [_best_line(family), *failed, *resumed]
 
 
 def _best_line(family: Family) -> str:
