@@ -63,14 +63,13 @@ def wait_for(found, what: str, timeout: float = 300):
 
 
 def validated_job_of(sweep: Path, pid: int | None = None) -> Path | None:
-    """A trial's run directory whose job (process ``pid``, if given) holds its lock and has validated once."""
+    """A trial's run directory whose job (process ``pid``, if given) holds its lock and has written last.ckpt."""
     for lock in sweep.glob("*/.zoo.lock"):
         try:
             holder = json.loads(lock.read_text())["pid"]
-            validated = summary(lock.parent).get("validations")
         except (OSError, ValueError, KeyError):
             continue
-        if validated and pid in (None, holder):
+        if (lock.parent / "checkpoints" / "last.ckpt").is_file() and pid in (None, holder):
             return lock.parent
     return None
 
@@ -151,6 +150,7 @@ def test_a_killed_workers_trial_is_taken_over_and_said_in_the_summary(workers, t
     assert resume["from"] == "running" and killed["status"] == "finished"
     number = search_record(next(r for r in find_runs([workers["killed"]]) if r.path == workers["killed"])).trial
     assert f"trial {number} was killed at step {resume['step']} and resumed from there" in workers["proc"].stdout
+    assert "+search.attempt=2" in killed["overrides"], "the trial's record says it ran again"
     compared = fork_zoo("compare", str(workers["sweep"]), "--format", "markdown", cwd=tmp_path).stdout
     (row,) = [line for line in compared.splitlines() if line.startswith("| search | bleu |")]
     assert row.split(" | ")[2:4] == ["3", "0"], "zoo compare counts each trial once"

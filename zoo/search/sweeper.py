@@ -254,7 +254,10 @@ class Search:
         while True:
             with turn(self.sweep_dir):
                 trials = self.take_trials(study, stored)
-                jobs = [(f"trial/{number}", self.job(study, params, "trial", number)) for number, params in trials]
+                jobs = [
+                    (f"trial/{number}", self.job(study, params, "trial", number, attempt=attempt))
+                    for number, params, attempt in trials
+                ]
                 batch = self.prepare(stored, jobs)
             if not trials:
                 if not self.under_way(stored):
@@ -266,26 +269,31 @@ class Search:
             seconds = time.monotonic() - started
             flops = sum(trial_flops(self.job_dirs.get(key)) for key in batch.keys)
             with turn(self.sweep_dir):
-                self.tell(study, stored, [number for number, _ in trials], values, seconds, flops)
+                self.tell(study, stored, [number for number, _, _ in trials], values, seconds, flops)
         self.reseed_best(study, stored)
 
-    def take_trials(self, study: Study, stored: Any) -> list[tuple[int, dict]]:
-        """Up to ``n_jobs`` trials for this worker (number, values), each recorded as its: first those left running
-        by a worker that has gone (:meth:`free`), then new ones while the budget allows, counting every trial under
-        way. In the search's turn."""
+    def take_trials(self, study: Study, stored: Any) -> list[tuple[int, dict, int]]:
+        """Up to ``n_jobs`` trials for this worker (number, values, attempt), each recorded as its: first those left
+        running by a worker that has gone (:meth:`free`; each such attempt counted, so the trial's record says it
+        ran again), then new ones while the budget allows, counting every trial under way. In the search's turn."""
         from optuna.trial import TrialState
 
         running = stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        taken = [(t.number, t.params) for t in running if self.free(study, stored, f"trial/{t.number}", t.params)]
-        taken = taken[: self.n_jobs]
-        done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
         attrs = stored.user_attrs
+        taken = [
+            (t.number, t.params, attrs.get(f"attempts/trial/{t.number}", 1) + 1)
+            for t in running
+            if self.free(study, stored, f"trial/{t.number}", t.params)
+        ][: self.n_jobs]
+        for number, _, attempt in taken:
+            stored.set_user_attr(f"attempts/trial/{number}", attempt)
+        done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
         left = self.budget_left(done + len(running), attrs.get("seconds", 0.0), attrs.get("flops", 0.0))
         for _ in range(int(min(self.n_jobs - len(taken), left))):
             stored.sampler = self.make_sampler(len(stored.trials))  # trial n's values: the same whichever worker asks
             trial = stored.ask(study.space)
-            taken.append((trial.number, trial.params))
-        for number, _ in taken:
+            taken.append((trial.number, trial.params, 1))
+        for number, _, _ in taken:
             stored.set_user_attr(f"worker/trial/{number}", self.worker.name)
         return taken
 
@@ -374,10 +382,13 @@ class Search:
                 for key in mine:
                     stored.set_user_attr(f"worker/{key}", DONE)
 
-    def job(self, study: Study, params: dict, role: str, trial: int, seed: int | None = None) -> list[str]:
-        """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record. Its
-        directory is the search's to give (:meth:`job_number`), so the job resumes the run it finds there: one that a
-        stopped search, a requeued job or a worker that has gone left."""
+    def job(
+        self, study: Study, params: dict, role: str, trial: int, seed: int | None = None, attempt: int = 1
+    ) -> list[str]:
+        """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record (with
+        the attempt, from the second: a trial run again after its worker stopped). Its directory is the search's to
+        give (:meth:`job_number`), so the job resumes the run it finds there: one that a stopped search, a requeued
+        job or a worker that has gone left."""
         replaced = {"test", "resume_mode"} | ({"seed"} if seed is not None else set())
         kept = [o for o, key in zip(study.overrides, override_keys(study.overrides)) if key not in replaced]
         record = [
@@ -385,6 +396,7 @@ class Search:
             f"+search.trial={trial}",
             f"+search.role={role}",
             f"+search.direction={study.direction}",
+            *([f"+search.attempt={attempt}"] if attempt > 1 else []),
         ]
         return [
             *kept,
