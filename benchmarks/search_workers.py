@@ -10,6 +10,10 @@ about 0.5). Every search is a real process from the start of the interpreter to 
 spends starting (imports, composing the studies) are in both. Each worker trains on one thread
 (``trainer.cpu_threads=1``, the default), so two workers need two idle cores: the load average before and after
 each round is printed beside it. Every search must end with exactly ``--trials`` finished trials (checked).
+
+Each worker starts in a session of its own, as each task of a SLURM array is a job of its own: where Linux shares
+the CPU between sessions first (``/proc/sys/kernel/sched_autogroup_enabled``), two workers started from one shell
+share one session's part of a busy machine, and would measure nothing but that.
 """
 
 from __future__ import annotations
@@ -55,8 +59,10 @@ def search(workers: int, trials: int, epochs: int, folder: Path) -> float:
         "resume_mode=auto",
     ]
     started = time.perf_counter()
-    processes = [
-        subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    processes = [  # each in a session of its own, as a job of a cluster is (see the module's text)
+        subprocess.Popen(
+            command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         for _ in range(workers)
     ]
     for process in processes:
