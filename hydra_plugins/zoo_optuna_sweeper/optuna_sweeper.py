@@ -22,8 +22,8 @@ class ZooOptunaSweeperConf:
     # 2011): later trials follow earlier ones, better at finding one best setting, its curves read optimistic
     sampler: str = "random"
     seed: int = 0  # the sampler's seed: the same command draws the same values
-    n_jobs: int = 1  # trials launched together (side by side with hydra/launcher=parallel)
-    storage: str | None = None  # an Optuna storage URL; null: sqlite:///<sweep dir>/optuna.db
+    n_jobs: int = 1  # trials a worker launches together (parallel: side by side; slurm: one SLURM job each)
+    storage: str | None = None  # a journal file's path or a database URL; null: <sweep dir>/optuna.journal
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="zoo_optuna", node=ZooOptunaSweeperConf, provider="zoo")

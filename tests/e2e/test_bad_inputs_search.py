@@ -68,7 +68,7 @@ CASES = [
     Case("search", search('search.space.optim.warmup_steps="int(interval(-10, 400))"'), "warmup_steps=-10 must be"),
     Case("search", search('search.space.optim.label_smoothing="choice(0.1, 1.0)"'), "label_smoothing=1.0 must be"),
     Case("search", search("hydra.sweeper.storage=nosuch://x"), "hydra.sweeper.storage=nosuch://x cannot be opened"),
-    Case("search", search("hydra.sweeper.storage=optuna.db"), "give an SQLAlchemy database URL (sqlite:///"),
+    Case("search", search("hydra.sweeper.storage=nosuch/optuna.journal"), "(folder nosuch does not exist): give"),
 ]
 
 

@@ -101,7 +101,8 @@ def test_every_marker_marks_a_block_the_tests_know():
     for page, text in PAGES.items():
         markers = re.findall(r"<!-- docs-test: (.+?) -->", text)
         assert len(markers) == sum(1 for name, *_ in marked_blocks() if name == page), page
-        assert all(m == "run" or m == "compose" or re.fullmatch(r"plugin my_plugins/\w+\.py", m) for m in markers), page
+        known = ("run", "compose", "search")
+        assert all(m in known or re.fullmatch(r"plugin my_plugins/\w+\.py", m) for m in markers), page
 
 
 def nav_pages(nav) -> list[str]:

@@ -25,7 +25,7 @@ from helpers import TINY, ForkedZoo, fork_zoo
 from helpers.plugins import ENCODER_PLUGIN, SCORER_PLUGIN
 
 from zoo.config.schema import ResumeMode
-from zoo.run.claim import ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, locked_message
+from zoo.run.claim import ForeignDirectory, Lock, RunDirectoryInUse, check_run_dir, lock_held, locked_message
 from zoo.run.layout import LOCK_FILE
 from zoo.run.resume import Verdict
 
@@ -134,6 +134,18 @@ HOLD_LOCK = textwrap.dedent("""
     print("locked", flush=True)
     time.sleep(600)
 """)
+
+
+def test_a_shared_lock_admits_the_workers_of_a_search_and_keeps_out_anything_else(tmp_path):
+    """A search's sweep lock is shared by its workers; a plain sweep or run (exclusive) is refused while one lives."""
+    workers = [Lock(tmp_path, "sweep directory", shared=True) for _ in range(2)]
+    assert lock_held(tmp_path / LOCK_FILE) and not lock_held(tmp_path / LOCK_FILE, shared_too=False)
+    with pytest.raises(RunDirectoryInUse, match="being written"):
+        Lock(tmp_path, "sweep directory")
+    for worker in workers:
+        worker.release()
+    assert not lock_held(tmp_path / LOCK_FILE)
+    Lock(tmp_path, "sweep directory").release()
 
 
 def test_a_live_holder_in_another_process_blocks_and_a_killed_one_does_not(tmp_path):

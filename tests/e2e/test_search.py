@@ -18,10 +18,10 @@ from omegaconf import OmegaConf
 
 from zoo.report.compare import compare, write_report
 from zoo.report.runs import find_runs
-from zoo.search import STUDY_FILE
 from zoo.search.expected_max import expected_best
 from zoo.search.report import expected_best_figure, format_search, search_families, search_record
 from zoo.search.space import flat_space, read_space
+from zoo.search.storage import open_storage
 from zoo.search.sweeper import Search
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ FAMILIES = ("encoder=gru", "encoder=lstm")
 
 
 def trial_states(sweep: Path) -> dict[str, list[str]]:
-    storage = f"sqlite:///{sweep / STUDY_FILE}"
+    storage = open_storage(None, sweep)
     return {
         name: [t.state.name for t in optuna.load_study(study_name=name, storage=storage).trials]
         for name in optuna.get_all_study_names(storage)
@@ -304,5 +304,5 @@ def test_a_compute_budget_stops_each_family_once_its_trials_spent_it(tmp_path):
         "train", *search, "hydra.sweeper.flops=1", "hydra.sweeper.reseed=[]", f"hydra.sweep.dir={sweep}", cwd=tmp_path
     )
     assert trial_states(sweep) == {name: ["COMPLETE"] for name in FAMILIES}
-    storage = f"sqlite:///{sweep / STUDY_FILE}"
+    storage = open_storage(None, sweep)
     assert all(optuna.load_study(study_name=n, storage=storage).user_attrs["flops"] > 1e6 for n in FAMILIES)

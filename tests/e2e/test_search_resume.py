@@ -13,8 +13,8 @@ from helpers import ROOT, SEARCH_TINY, fork_zoo
 from helpers.battery import snapshot
 from omegaconf import OmegaConf
 
-from zoo.search import STUDY_FILE
 from zoo.search.space import distribution, flat_space, range_text
+from zoo.search.storage import open_storage
 from zoo.search.sweeper import DEFINITION
 
 # The session's finished_search is made once, on the worker of every test that copies it.
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finished_search")]
 
 
 def studies(sweep: Path) -> dict[str, optuna.study.StudySummary]:
-    storage = f"sqlite:///{sweep / STUDY_FILE}"
+    storage = open_storage(None, sweep)
     return {s.study_name: s for s in optuna.study.get_all_study_summaries(storage, include_best_trial=False)}
 
 
@@ -88,15 +88,18 @@ def test_a_range_the_config_refuses_stops_before_the_first_trial(tmp_path):
     assert "refuses (decoder.dropout=1.5 must be in [0, 1)): give a range within" in proc.stderr and not sweep.exists()
 
 
-def test_a_storage_that_cannot_be_opened_is_one_line_naming_it(tmp_path):
+@pytest.mark.parametrize("storage", ["nosuch://x", "nosuch/optuna.journal"])
+def test_a_storage_that_cannot_be_opened_is_one_line_naming_it(tmp_path, storage):
+    """A database URL SQLAlchemy cannot open, and a journal file in a folder that does not exist."""
     sweep = tmp_path / "sweep"
-    url = "hydra.sweeper.storage=nosuch://x"
+    setting = f"hydra.sweeper.storage={storage}"
     proc = fork_zoo(
-        "train", "-m", "model=gru", *SEARCH_TINY, url, f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False
+        "train", "-m", "model=gru", *SEARCH_TINY, setting, f"hydra.sweep.dir={sweep}", cwd=tmp_path, check=False
     )
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
-    assert proc.stderr.startswith("zoo: error: hydra.sweeper.storage=nosuch://x cannot be opened (")
-    assert "sqlite:///PATH/optuna.db" in proc.stderr and not sweep.exists()
+    assert proc.stderr.startswith(f"zoo: error: {setting} cannot be opened (")
+    assert "a journal file in a folder that exists" in proc.stderr and not sweep.exists()
+    assert list(tmp_path.iterdir()) == [], "a refused search made a file"
 
 
 def test_a_stored_range_reads_back_as_the_same_range():

@@ -7,7 +7,10 @@ before it, ``<!-- docs-test: WHAT -->``, which a reader never sees:
     shell commands, run one by one in a folder holding every ``plugin`` example (each must succeed); a line
     ending in ``\\`` goes on on the next;
 ``compose``
-    ``zoo train`` command lines, each checked as ``zoo train`` checks it before anything trains.
+    ``zoo train`` command lines, each checked as ``zoo train`` checks it before anything trains;
+``search``
+    the searching guide's searches on one machine, each run by a test of e2e/test_search_parallel.py on tiny
+    settings (:func:`search_command`).
 """
 
 from __future__ import annotations
@@ -36,3 +39,11 @@ def fenced_block_after(marker: str, page: str | None = None) -> str:
         if match and page in (None, name):
             return match.group(1)
     raise AssertionError(f"{page or 'no page'} has a block after {marker!r}")
+
+
+def search_command(naming: str) -> list[str]:
+    """The words after ``zoo`` of the one ``search`` example whose line holds ``naming`` (its comment dropped)."""
+    blocks = [block for _, what, block in marked_blocks() if what == "search"]
+    lines = [line.split("  #")[0] for block in blocks for line in block.splitlines()]
+    (line,) = [line for line in lines if naming in line]
+    return line.split()[1:]

@@ -34,7 +34,7 @@ from omegaconf import DictConfig
 
 from zoo.config.schema import ResumeMode
 from zoo.errors import ZooError
-from zoo.run.layout import LAST_CHECKPOINT, LOCK_FILE, RUN_MARKERS, STUDY_FILE, SUMMARY_FILE
+from zoo.run.layout import LAST_CHECKPOINT, LOCK_FILE, RUN_MARKERS, SEARCH_SWEEPER, STUDY_FILES, SUMMARY_FILE
 from zoo.run.resume import CONTINUING, Verdict, resume_mode
 
 log = logging.getLogger("zoo.run")
@@ -151,21 +151,33 @@ def refuse_live_run(path: Path, advice: str) -> None:
             return
 
 
-def lock_held(path: Path) -> bool:
-    """Whether a live process holds the lock on ``path``; only reads (a shared lock, tried and dropped at once)."""
+def lock_held(path: Path, shared_too: bool = True) -> bool:
+    """Whether a live process holds the lock on ``path``: exclusively (a run, a sweep) or, with ``shared_too``, shared
+    (a search's workers, :class:`SweepDirCheck`). Only reads: the lock is tried and dropped at once, and a refusal
+    is tried again a few times, since another probe holds the lock for a moment too."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
+        for attempt in range(PROBES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                if shared_too:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return False
+            except BlockingIOError:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                time.sleep(0.002 * (attempt + 1))
         return True
     except OSError:  # no file locks on this file system: Lock itself says so
         return False
     finally:
         os.close(fd)
-    return False
+
+
+#: How many times :func:`lock_held` tries a lock before it takes a refusal for a holder.
+PROBES = 3
 
 
 class Lock:
@@ -174,14 +186,17 @@ class Lock:
     The OS drops it when the process ends, however it ends (SIGKILL, a lost node): a killed run can be resumed
     at once, while a live holder keeps every other process out. The file holds the holder's pid, host and start
     time for the messages; :meth:`release` (also at exit) removes it, a killed process leaves it, locking nothing.
+    A ``shared`` lock (a search's workers share its sweep directory) keeps out only exclusive holders, and is left
+    in place on release: another worker may hold it still.
     """
 
     #: How long a refused attempt is repeated: a probe (:func:`lock_held`) holds the lock for a moment too.
     PATIENCE_S = 0.5
 
-    def __init__(self, folder: Path, what: str) -> None:
+    def __init__(self, folder: Path, what: str, shared: bool = False) -> None:
         self.path = folder / LOCK_FILE
         self.pid = os.getpid()
+        self.shared = shared
         self.fd: int | None = self._take(folder, what)
         atexit.register(self.release)  # Ctrl-C or sys.exit outside the claim's own `finally`
         holder = {
@@ -200,7 +215,7 @@ class Lock:
         while True:
             fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 if time.monotonic() > deadline:
@@ -228,7 +243,8 @@ class Lock:
         if self.fd is None or os.getpid() != self.pid:
             return
         try:
-            self.path.unlink()
+            if not self.shared:
+                self.path.unlink()
         except FileNotFoundError:
             pass
         os.close(self.fd)
@@ -332,23 +348,30 @@ def claim_run_dir(run_dir: Path, writes: bool = True, mode: ResumeMode = ResumeM
 
 
 #: What makes a folder a sweep's: Hydra's record of it, or a search's study (zoo.search).
-SWEEP_MARKERS = ("multirun.yaml", STUDY_FILE)
+SWEEP_MARKERS = ("multirun.yaml", *STUDY_FILES)
+
+
+def is_search(config: DictConfig) -> bool:
+    """Whether the sweep is zoo's search (``hydra/sweeper=optuna``), whose workers share the sweep directory."""
+    return str(config.hydra.sweeper.get("_target_", "")).endswith(SEARCH_SWEEPER)
 
 
 class SweepDirCheck(Callback):
     """Hydra callback (``hydra.callbacks`` in conf/config.yaml): claim the sweep directory before Hydra writes
     ``multirun.yaml`` into it. A sweep directory must be new or empty (or, with ``resume_mode`` auto or must,
-    hold the sweep or search to resume); it is locked while the sweep runs."""
+    hold the sweep or search to resume); it is locked while the sweep runs. A search's lock is shared: several
+    processes may work on one search together (:mod:`zoo.search.workers`), but on nothing else there."""
 
     def __init__(self) -> None:
         self.lock: Lock | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        shared = is_search(config)
         try:
             if sweep_dir.is_dir():
                 entries = {p.name for p in sweep_dir.iterdir()}
-                if LOCK_FILE in entries and lock_held(sweep_dir / LOCK_FILE):
+                if LOCK_FILE in entries and lock_held(sweep_dir / LOCK_FILE, shared_too=not shared):
                     raise RunDirectoryInUse(locked_message(sweep_dir, "sweep directory"))
                 entries.discard(LOCK_FILE)  # left by a process that ended: it locks nothing
                 sweep = any(marker in entries for marker in SWEEP_MARKERS)
@@ -360,7 +383,7 @@ class SweepDirCheck(Callback):
                         "to finish that sweep's jobs or search)"
                     )
             sweep_dir.mkdir(parents=True, exist_ok=True)
-            self.lock = Lock(sweep_dir, "sweep directory")
+            self.lock = Lock(sweep_dir, "sweep directory", shared=shared)
         except RunDirRefused as error:
             print(f"zoo: error: {error}", file=sys.stderr)
             raise SystemExit(1) from None

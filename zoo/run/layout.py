@@ -53,5 +53,11 @@ EXPLORER_FILE = "explorer.html"
 #: Files whose presence means a directory holds a zoo run (finished, failed, running or killed).
 RUN_MARKERS = (SUMMARY_FILE, CHECKPOINTS_DIR)
 
-#: A search's Optuna storage (SQLite) in its sweep directory: every study and trial, so a search resumes (zoo.search).
-STUDY_FILE = "optuna.db"
+#: A search's Optuna storage in its sweep directory, a journal every worker appends to: every study and trial, so a
+#: search resumes, and several processes share it (zoo.search.storage).
+STUDY_FILE = "optuna.journal"
+#: The SQLite file that held a search's studies before zoo wrote journals; such a search is resumed in it.
+SQLITE_STUDY_FILE = "optuna.db"
+STUDY_FILES = (STUDY_FILE, SQLITE_STUDY_FILE)
+#: The sweeper class of zoo's search (hydra_plugins.zoo_optuna_sweeper), by the end of its Hydra ``_target_``.
+SEARCH_SWEEPER = "ZooOptunaSweeper"

@@ -37,12 +37,14 @@ RECORD_KEYS = ("study", "trial", "role", "direction")
 @dataclass(frozen=True)
 class SearchRecord:
     """A job's place in a search: its study (family), trial number, role (``trial`` or ``reseed``: the best
-    trial run again with another seed) and the direction of the monitored metric."""
+    trial run again with another seed), the direction of the monitored metric, and the attempt (from 2: the trial
+    ran again after the worker that ran it stopped)."""
 
     study: str
     trial: int
     role: str
     higher_is_better: bool
+    attempt: int = 1
 
 
 def search_record(run: Run) -> SearchRecord | None:
@@ -54,7 +56,11 @@ def search_record(run: Run) -> SearchRecord | None:
     if not all(key in values for key in RECORD_KEYS):
         return None
     return SearchRecord(
-        str(values["study"]), int(values["trial"]), str(values["role"]), values["direction"] == "maximize"
+        str(values["study"]),
+        int(values["trial"]),
+        str(values["role"]),
+        values["direction"] == "maximize",
+        int(values.get("attempt", 1)),
     )
 
 
@@ -233,8 +239,13 @@ def format_search(families: list[Family], markdown: bool = False) -> str:
     return "\n".join([title, "", *table, "", *details]) + "\n"
 
 
+#: How a resumed run's record reads what stopped it (``resumes[].from``, the status it was found in).
+STOPPED = {"running": "killed", "interrupted": "interrupted (a signal: pre-emption, a time limit, Ctrl-C)"}
+
+
 def _family_lines(family: Family) -> list[str]:
-    """The family's best trial, then its failed trials by reason, each with its run directories."""
+    """The family's best trial, then its failed trials by reason, each with its run directories, then the trials
+    that were cut off and finished later (a worker or job killed, a job pre-empted), each counted once."""
     by_reason: dict[str, list[tuple[int, Run]]] = {}
     for number, run in sorted(family.failed_trials.items()):
         by_reason.setdefault(run.summary.get("reason") or "no reason recorded", []).append((number, run))
@@ -243,7 +254,29 @@ def _family_lines(family: Family) -> list[str]:
         f"({reason}): {', '.join(str(run.path) for _, run in trials)}"
         for reason, trials in by_reason.items()
     ]
-    return [_best_line(family), *failed]
+    return [
+        _best_line(family),
+        *failed,
+        *(line for number, run in sorted(family.trials.items()) for line in _stopped_lines(family.label, number, run)),
+    ]
+
+
+def _stopped_lines(label: str, number: int, run: Run) -> list[str]:
+    """How a finished trial got there when it was cut off: each resume, or a new start (a trial whose worker
+    stopped before its first checkpoint)."""
+    resumes = run.summary.get("resumes", [])
+    lines = [
+        f"{label}: trial {number} was {STOPPED.get(resume['from'], resume['from'])} at step {resume['step']} and "
+        f"resumed from there: {run.path}"
+        for resume in resumes
+    ]
+    attempt = search_record(run).attempt
+    if attempt > 1 and not resumes:
+        lines.append(
+            f"{label}: trial {number} was cut off before its first checkpoint when its worker stopped, and ran again "
+            f"from the start (attempt {attempt}): {run.path}"
+        )
+    return lines
 
 
 def _best_line(family: Family) -> str:

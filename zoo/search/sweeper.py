@@ -11,11 +11,14 @@ to Optuna as failed and the search goes on. Then the study's best trial runs aga
 ``reseed``, with the test split: ordinary runs that ``zoo compare`` groups as one configuration (``search``
 and ``test`` stay out of the ``config_key``).
 
-Every study lives in :data:`zoo.search.STUDY_FILE` (SQLite) in the sweep directory, which also keeps the job
-number (the job's subdirectory) of every trial and re-run. The same command with ``hydra.sweep.dir=S
+Every study lives in the search's storage (:mod:`zoo.search.storage`: by default the journal file
+:data:`zoo.search.STUDY_FILE` in the sweep directory), which also keeps the job number (the job's subdirectory)
+of every trial and re-run and the worker that took it. The same command with ``hydra.sweep.dir=S
 resume_mode=auto`` therefore resumes a search: finished trials stay as they are, a trial that was running
 runs again with its values in its own directory (continued from its ``last.ckpt``; in a new directory when it
-stopped before its first checkpoint), and the budget counts what is done. Each job records its place in the
+stopped before its first checkpoint), and the budget counts what is done. Run while the search runs, the same
+command is a second worker: several processes share one search, taking ``n_jobs`` trials at a time each, and the
+budget is the search's, not each worker's (:mod:`zoo.search.workers`). Each job records its place in the
 search as overrides outside the ``config_key`` (``+search.study``, ``+search.trial``, ``+search.role``,
 ``+search.direction``), which :mod:`zoo.search.report` reads back.
 
@@ -41,9 +44,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.config.overrides import parse_overrides
-from zoo.errors import ZooError, first_line, one_line_reason, report
+from zoo.errors import ZooError, one_line_reason, report
+from zoo.run.claim import lock_held
 from zoo.run.identity import RECORDING_SETTINGS
-from zoo.search import STUDY_FILE
+from zoo.run.layout import LOCK_FILE
 from zoo.search.space import (
     SINGLE_STUDY,
     SearchError,
@@ -56,6 +60,8 @@ from zoo.search.space import (
     read_space,
     study_name,
 )
+from zoo.search.storage import open_storage, stored_search
+from zoo.search.workers import Worker, turn
 
 log = logging.getLogger("zoo.search")
 
@@ -71,6 +77,10 @@ DEFINITION = "definition"
 NOT_DEFINING = (*RECORDING_SETTINGS, "monitor")
 #: How every refusal to go on with another search ends.
 NEW_DIR = "or choose a new hydra.sweep.dir"
+#: Seconds a worker waits, with nothing to start, while other workers' jobs run (one may need taking over).
+WAIT_S = 1.0
+#: What the study records as a re-run's worker once it has run.
+DONE = "done"
 
 
 @dataclass
@@ -82,6 +92,16 @@ class Study:
     space: dict[str, Any]
     monitor: str
     direction: str  # maximize | minimize (Optuna's words)
+
+
+@dataclass
+class Batch:
+    """Jobs ready to launch: each job's key in the study, in order; the numbered ones' overrides; the results known
+    before any runs (None: a job whose values do not compose)."""
+
+    keys: list[str]
+    numbered: list[tuple[int, str, list[str]]]
+    results: dict[str, float | None]
 
 
 class Search:
@@ -145,13 +165,14 @@ class Search:
             base, combinations = grid(arguments)
             studies = [read_study(base, combination, self.compose) for combination in combinations]
             sweep_dir.mkdir(parents=True, exist_ok=True)
-            self.storage = self.open_storage(sweep_dir)
-            stored = self.open_studies(studies, sweep_dir)
+            self.storage = open_storage(self.storage_url, sweep_dir)
+            with turn(sweep_dir):
+                stored = self.open_studies(studies, sweep_dir)
+                OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as Hydra's sweepers do: the sweep's config
         except ZooError as error:
             report(error)
             raise SystemExit(1) from None
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as Hydra's sweepers do: the sweep's own config
-        self.next_job = 1 + max(used_jobs(self.storage), default=-1)
+        self.sweep_dir, self.worker = sweep_dir, Worker(sweep_dir)
         continue_with = f"the same command with hydra.sweep.dir={sweep_dir} resume_mode=auto"
         try:
             for study in studies:
@@ -163,6 +184,8 @@ class Search:
             if not isinstance(stop, Exception):  # a signal stopped a trial: zoo.cli.train.main says how to go on
                 stop.continue_with = continue_with
             raise
+        finally:
+            self.worker.leave()
         from zoo.report.runs import find_runs
         from zoo.search.report import format_search, search_families
 
@@ -170,22 +193,6 @@ class Search:
 
     def compose(self, overrides: list[str]) -> DictConfig:
         return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-
-    def open_storage(self, sweep_dir: Path) -> Any:
-        """The Optuna storage: ``storage``, else :data:`STUDY_FILE` in ``sweep_dir``; a URL that cannot be opened is
-        a :class:`SearchError` naming it and the forms that work, not SQLAlchemy's traceback."""
-        import optuna
-        from sqlalchemy.exc import SQLAlchemyError
-
-        url = self.storage_url or f"sqlite:///{(sweep_dir / STUDY_FILE).resolve()}"
-        try:
-            return optuna.storages.RDBStorage(url)
-        except (SQLAlchemyError, ImportError) as error:  # ImportError: Optuna's word for a database without a driver
-            raise SearchError(
-                f"hydra.sweeper.storage={url} cannot be opened ({first_line(error)}): give an SQLAlchemy database "
-                f"URL (sqlite:///PATH/{STUDY_FILE}, or postgresql://USER@HOST/DB or mysql://USER@HOST/DB with its "
-                f"driver installed), or null for {STUDY_FILE} in the sweep directory"
-            ) from None
 
     def where(self, sweep_dir: Path) -> str:
         """The setting that names where the studies are stored, for the messages."""
@@ -241,46 +248,98 @@ class Search:
                 raise SearchError(f"{subject} {differs}, {NEW_DIR}")
 
     def run(self, study: Study, stored: Any) -> None:
-        """Ask, launch and tell until the study's budget is spent, then re-run its best trial with each seed."""
+        """Take trials and run them, ``n_jobs`` at a time, until the study's budget is spent and no trial is under
+        way, then re-run its best trial with each seed. What to run is decided, and every result told, in the
+        search's turn, so that workers sharing the storage share the budget (:mod:`zoo.search.workers`)."""
+        while True:
+            with turn(self.sweep_dir):
+                trials = self.take_trials(study, stored)
+                jobs = [
+                    (f"trial/{number}", self.job(study, params, "trial", number, attempt=attempt))
+                    for number, params, attempt in trials
+                ]
+                batch = self.prepare(stored, jobs)
+            if not trials:
+                if not self.under_way(stored):
+                    break
+                time.sleep(WAIT_S)  # another worker's trials run: one may need taking over, and the re-runs wait
+                continue
+            started = time.monotonic()
+            values = self.launch(batch)
+            seconds = time.monotonic() - started
+            flops = sum(trial_flops(self.job_dirs.get(key)) for key in batch.keys)
+            with turn(self.sweep_dir):
+                self.tell(study, stored, [number for number, _, _ in trials], values, seconds, flops)
+        self.reseed_best(study, stored)
+
+    def take_trials(self, study: Study, stored: Any) -> list[tuple[int, dict, int]]:
+        """Up to ``n_jobs`` trials for this worker (number, values, attempt), each recorded as its: first those left
+        running by a worker that has gone (:meth:`free`; each such attempt counted, so the trial's record says it
+        ran again), then new ones while the budget allows, counting every trial under way. In the search's turn."""
         from optuna.trial import TrialState
 
-        stored.sampler = self.make_sampler(len(stored.trials))  # a resumed study draws new values, not its first ones
-        # Trials left running by a search that stopped (the sweep directory's lock says that none runs now).
-        pending = [(t.number, t.params) for t in stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
-        spent = float(stored.user_attrs.get("seconds", 0.0))
-        computed = float(stored.user_attrs.get("flops", 0.0))
-        while True:
-            if pending:
-                batch, pending = pending[: self.n_jobs], pending[self.n_jobs :]
-            else:
-                done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
-                left = self.budget_left(done, spent, computed)
-                if left <= 0:
-                    break
-                batch = [
-                    (trial.number, trial.params)
-                    for trial in (stored.ask(study.space) for _ in range(min(self.n_jobs, left)))
-                ]
-            started = time.monotonic()
-            values = self.launch(
-                stored, [(f"trial/{number}", self.job(study, params, "trial", number)) for number, params in batch]
+        running = stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        attrs = stored.user_attrs
+        taken = [
+            (t.number, t.params, attrs.get(f"attempts/trial/{t.number}", 1) + 1)
+            for t in running
+            if self.free(study, stored, f"trial/{t.number}", t.params)
+        ][: self.n_jobs]
+        for number, _, attempt in taken:
+            stored.set_user_attr(f"attempts/trial/{number}", attempt)
+        done = len(stored.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+        left = self.budget_left(done + len(running), attrs.get("seconds", 0.0), attrs.get("flops", 0.0))
+        for _ in range(int(min(self.n_jobs - len(taken), left))):
+            stored.sampler = self.make_sampler(len(stored.trials))  # trial n's values: the same whichever worker asks
+            trial = stored.ask(study.space)
+            taken.append((trial.number, trial.params, 1))
+        for number, _, _ in taken:
+            stored.set_user_attr(f"worker/trial/{number}", self.worker.name)
+        return taken
+
+    def free(self, study: Study, stored: Any, key: str, params: dict, seed: int | None = None) -> bool:
+        """Whether the job ``key`` may be taken: no live worker has it, and no process runs it still (a SLURM job
+        whose worker has gone runs on: its result is read back once it ends, when its run is skipped as finished)."""
+        attrs = stored.user_attrs
+        if self.worker.alive(attrs.get(f"worker/{key}")):
+            return False
+        number = attrs.get(f"job/{key}")
+        if number is None:
+            return True
+        role, trial = key.split("/")[:2]
+        try:
+            cfg = self.compose(self.job(study, params, role, int(trial), seed))
+        except Exception:  # values that do not compose: prepare says so, and the job fails
+            return True
+        return not lock_held(job_dir(cfg, number) / LOCK_FILE)
+
+    def under_way(self, stored: Any) -> bool:
+        """Whether any trial of the study is running (in another worker: this one's are told)."""
+        from optuna.trial import TrialState
+
+        return bool(stored.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
+
+    def tell(
+        self, study: Study, stored: Any, numbers: list[int], values: list[float | None], seconds: float, flops: float
+    ) -> None:
+        """Tell the trials' results and add what they spent to the study's (the budget's) account. In the turn."""
+        from optuna.trial import TrialState
+
+        attrs = stored.user_attrs
+        stored.set_user_attr("seconds", round(float(attrs.get("seconds", 0.0)) + seconds, 1))
+        stored.set_user_attr("flops", float(attrs.get("flops", 0.0)) + flops)
+        for number, value in zip(numbers, values):
+            state = TrialState.COMPLETE if value is not None else TrialState.FAIL
+            stored.tell(number, value, state=state, skip_if_finished=True)
+            best = stored.best_trial if value is not None else None
+            log.info(
+                "%s: trial %d %s",
+                study.name,
+                number,
+                "failed; the search goes on"
+                if best is None
+                else f"val {study.monitor} {value:.2f} (best {best.value:.2f}, trial {best.number})",
             )
-            spent += time.monotonic() - started
-            computed += sum(trial_flops(self.job_dirs.get(f"trial/{number}")) for number, _ in batch)
-            stored.set_user_attr("seconds", round(spent, 1))
-            stored.set_user_attr("flops", computed)
-            for (number, _), value in zip(batch, values):
-                stored.tell(number, value, state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
-                best = stored.best_trial if value is not None else None
-                log.info(
-                    "%s: trial %d %s",
-                    study.name,
-                    number,
-                    "failed; the search goes on"
-                    if best is None
-                    else f"val {study.monitor} {value:.2f} (best {best.value:.2f}, trial {best.number})",
-                )
-        self.reseed_best(study, stored)
 
     def budget_left(self, done: int, seconds: float, flops: float = 0.0) -> float:
         """How many trials may still start: none once ``minutes`` have passed or ``flops`` are spent, else what
@@ -292,7 +351,8 @@ class Search:
         return math.inf if self.trials is None else self.trials - done
 
     def reseed_best(self, study: Study, stored: Any) -> None:
-        """The best trial on validation, run again once per seed with the test split."""
+        """The best trial on validation, run again once per seed with the test split; workers share the re-runs, each
+        taken as trials are (:meth:`free`) and recorded as :data:`DONE` once it has run."""
         from optuna.trial import TrialState
 
         if not self.reseed:
@@ -301,37 +361,57 @@ class Search:
             log.warning("%s: no trial finished, so none is run again with other seeds", study.name)
             return
         best = stored.best_trial
-        self.launch(
-            stored,
-            [
-                (f"reseed/{best.number}/{seed}", self.job(study, best.params, "reseed", best.number, seed))
-                for seed in self.reseed
-            ],
-        )
+        seeds = {f"reseed/{best.number}/{seed}": seed for seed in self.reseed}
+        while True:
+            with turn(self.sweep_dir):
+                attrs = stored.user_attrs
+                left = [key for key in seeds if attrs.get(f"worker/{key}") != DONE]
+                mine = [key for key in left if self.free(study, stored, key, best.params, seeds[key])][: self.n_jobs]
+                for key in mine:
+                    stored.set_user_attr(f"worker/{key}", self.worker.name)
+                batch = self.prepare(
+                    stored, [(key, self.job(study, best.params, "reseed", best.number, seeds[key])) for key in mine]
+                )
+            if not left:
+                return
+            if not mine:
+                time.sleep(WAIT_S)  # another worker runs them
+                continue
+            self.launch(batch)
+            with turn(self.sweep_dir):
+                for key in mine:
+                    stored.set_user_attr(f"worker/{key}", DONE)
 
-    def job(self, study: Study, params: dict, role: str, trial: int, seed: int | None = None) -> list[str]:
-        """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record."""
-        replaced = {"test"} | ({"seed"} if seed is not None else set())
+    def job(
+        self, study: Study, params: dict, role: str, trial: int, seed: int | None = None, attempt: int = 1
+    ) -> list[str]:
+        """A job's overrides: the study's, the trial's values, the test switch, the seed and the search record (with
+        the attempt, from the second: a trial run again after its worker stopped). Its directory is the search's to
+        give (:meth:`job_number`), so the job resumes the run it finds there: one that a stopped search, a requeued
+        job or a worker that has gone left."""
+        replaced = {"test", "resume_mode"} | ({"seed"} if seed is not None else set())
         kept = [o for o, key in zip(study.overrides, override_keys(study.overrides)) if key not in replaced]
         record = [
             f"+search.study={quoted(study.name)}",
             f"+search.trial={trial}",
             f"+search.role={role}",
             f"+search.direction={study.direction}",
+            *([f"+search.attempt={attempt}"] if attempt > 1 else []),
         ]
         return [
             *kept,
             *as_overrides(params),
             f"test={str(role != 'trial').lower()}",
+            "resume_mode=auto",
             *([f"seed={seed}"] if seed is not None else []),
             *record,
         ]
 
-    def launch(self, stored: Any, jobs: list[tuple[str, list[str]]]) -> list[float | None]:
-        """Run ``jobs`` (the study's key for each job's number, its overrides) and return each one's objective
-        (None: failed). A job keeps its number, so its directory, while that directory can be resumed."""
-        results: dict[str, float | None] = {}
-        numbered: list[tuple[int, str, list[str]]] = []
+    def prepare(self, stored: Any, jobs: list[tuple[str, list[str]]]) -> Batch:
+        """Compose ``jobs`` (the study's key for each job, its overrides) and number them: a job keeps its number, so
+        its directory, while that directory can be resumed. A job whose values do not compose fails here. In the
+        turn: the numbers are the search's."""
+        batch = Batch([key for key, _ in jobs], [], {})
         for key, overrides in jobs:
             try:
                 cfg = self.compose(overrides)
@@ -341,21 +421,25 @@ class Search:
                     f"({one_line_reason(error)}); it fails, the search goes on",
                     file=sys.stderr,
                 )
-                results[key] = None
+                batch.results[key] = None
                 continue
             number = self.job_number(stored, key, cfg)
             self.job_dirs[key] = job_dir(cfg, number)
-            numbered.append((number, key, overrides))
-        numbered.sort()
-        while numbered:  # the launcher numbers a batch's jobs from its first: one batch per run of numbers
+            batch.numbered.append((number, key, overrides))
+        return batch
+
+    def launch(self, batch: Batch) -> list[float | None]:
+        """Run the batch's jobs through Hydra's launcher; each one's objective (None: failed), in the batch's order."""
+        numbered, results = sorted(batch.numbered), dict(batch.results)
+        while numbered:  # the launcher numbers a batch's jobs from its first: one launch per run of numbers
             size = next((k for k in range(1, len(numbered)) if numbered[k][0] != numbered[0][0] + k), len(numbered))
-            batch, numbered = numbered[:size], numbered[size:]
-            returns = self.launcher.launch([overrides for _, _, overrides in batch], initial_job_idx=batch[0][0])
-            results.update((key, objective(ret)) for (_, key, _), ret in zip(batch, returns))
-        return [results[key] for key, _ in jobs]
+            run, numbered = numbered[:size], numbered[size:]
+            returns = self.launcher.launch([overrides for _, _, overrides in run], initial_job_idx=run[0][0])
+            results.update((key, objective(ret)) for (_, key, _), ret in zip(run, returns))
+        return [results[key] for key in batch.keys]
 
     def job_number(self, stored: Any, key: str, cfg: DictConfig) -> int:
-        """The job number recorded for ``key`` when its directory can still be resumed, else a new one."""
+        """The job number recorded for ``key`` when its directory can still be resumed, else the search's next."""
         from zoo.config.schema import ResumeMode
         from zoo.run.claim import RunDirRefused, check_run_dir
 
@@ -367,7 +451,7 @@ class Search:
                 return number
             except RunDirRefused:  # it stopped before its first checkpoint: a new directory
                 pass
-        number, self.next_job = self.next_job, self.next_job + 1
+        number = 1 + max(used_jobs(self.storage), default=-1)
         stored.set_user_attr(attr, number)
         return number
 
@@ -411,9 +495,9 @@ def check_search(arguments: list[str], compose: Callable[..., DictConfig]) -> No
     base, combinations = grid([o for o in overrides if o not in own])
     studies = [read_study(base, combination, compose) for combination in combinations]
     sweep_dir = Path(str(settings.sweep.dir))
-    if search.storage_url or (sweep_dir / STUDY_FILE).is_file():
-        stored = stored_definitions(search.open_storage(sweep_dir))
-        search.refuse_another(stored, studies, search.where(sweep_dir))
+    storage = stored_search(search.storage_url, sweep_dir)
+    if storage is not None:
+        search.refuse_another(stored_definitions(storage), studies, search.where(sweep_dir))
 
 
 def stored_definitions(storage: Any) -> dict[str, dict | None]:
