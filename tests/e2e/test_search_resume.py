@@ -9,7 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from helpers import ROOT, SEARCH_TINY, fork_zoo
+from helpers import ROOT, SEARCH_TINY, fork_zoo, run_zoo
 from helpers.battery import snapshot
 from omegaconf import OmegaConf
 
@@ -100,6 +100,17 @@ def test_a_storage_that_cannot_be_opened_is_one_line_naming_it(tmp_path, storage
     assert proc.stderr.startswith(f"zoo: error: {setting} cannot be opened (")
     assert "a journal file in a folder that exists" in proc.stderr and not sweep.exists()
     assert list(tmp_path.iterdir()) == [], "a refused search made a file"
+
+
+def test_a_search_checked_in_a_fresh_process_imports_the_plugins_its_studies_need(tmp_path):
+    """A fresh interpreter reads the registry's index from the cache and imports no plugin until a check needs one:
+    the search's studies need the metrics (with the index cached, the check once found no task registered)."""
+    env = {"ZOO_CACHE_DIR": str(tmp_path / "cache")}
+    run_zoo("list", cwd=tmp_path, env=env)  # writes the index
+    setting = "hydra.sweeper.storage=nosuch://x"  # refused after the studies are read
+    sweep = f"hydra.sweep.dir={tmp_path / 'sweep'}"
+    proc = run_zoo("train", "-m", "model=gru", *SEARCH_TINY, setting, sweep, cwd=tmp_path, env=env, check=False)
+    assert proc.stderr.startswith(f"zoo: error: {setting} cannot be opened ("), proc.stderr
 
 
 def test_a_stored_range_reads_back_as_the_same_range():

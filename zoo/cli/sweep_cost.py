@@ -94,7 +94,7 @@ def sweep_cost(overrides: list[str]) -> Cost:
     hydra_cfg = compose_config(firsts, hydra=True)  # the sweeper's and launcher's settings, the run folders
     jobs = sweep_jobs(overrides, hydra_cfg)
     configurations = {without(job, ("seed",)) for job in jobs}
-    trained = last_runs(run_folders(hydra_cfg))
+    trained = last_runs(run_folders())
     times = {configuration: estimate(configuration, trained) for configuration in configurations} if trained else {}
     times = {configuration: seconds for configuration, seconds in times.items() if seconds is not None}
     total = None
@@ -144,10 +144,15 @@ def recipe(settings: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
     return config_key(cfg, leaving_out=LENGTH), length_of(cfg)
 
 
-def run_folders(hydra_cfg: Any) -> list[Path]:
-    """The folders zoo's runs and sweeps go to: ``hydra.run.dir`` and ``hydra.sweep.dir`` less their date and time
-    (``outputs/``, ``multirun/``)."""
-    return list(dict.fromkeys(Path(hydra_cfg.hydra[mode].dir).parent.parent for mode in ("run", "sweep")))
+#: Where Hydra puts runs and sweeps by default (``outputs/<date>/<time>``, ``multirun/<date>/<time>``): the folders
+#: searched for this machine's last runs. A folder given as ``hydra.run.dir`` or ``hydra.sweep.dir`` is not: its
+#: parents can be anything (a home directory), and walking them is no estimate's business.
+RUN_FOLDERS = ("outputs", "multirun")
+
+
+def run_folders() -> list[Path]:
+    """The folders zoo's runs and sweeps go to by default, in the current directory."""
+    return [Path(folder) for folder in RUN_FOLDERS]
 
 
 def last_runs(folders: list[Path]) -> dict[str, Trained]:
@@ -160,7 +165,7 @@ def last_runs(folders: list[Path]) -> dict[str, Trained]:
     for file in sorted(summaries, key=lambda file: file.stat().st_mtime):
         try:
             summary = json.loads(file.read_text())
-            if summary.get("status") != "finished" or not summary.get("train_seconds"):
+            if not isinstance(summary, dict) or summary.get("status") != "finished" or not summary.get("train_seconds"):
                 continue
             config = load_yaml(file.parent / CONFIG_FILE)
             epochs = config.trainer.max_epochs if by_epochs(length_of(config)) else None

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from hydra._internal.utils import get_args_parser
+from omegaconf import DictConfig, open_dict
 
 from zoo.cli.train_asked import check_composed_as_asked, check_preset_sweep
 from zoo.config.compose import compose_config
@@ -149,9 +150,12 @@ def check_composition(overrides: list[str]) -> None:
         for o in parsed
     ]
     first = [choices[0] for choices in settings]
-    check_preset_sweep(compose_config(first, hydra=True), overrides, is_multirun(overrides))
+    composed = compose_config(first, hydra=True)
+    check_preset_sweep(composed, overrides, is_multirun(overrides))
     checks = JobChecks(values=not is_search(overrides), machine=runs_here(overrides))
-    check_job(first, checks)
+    with open_dict(composed):  # the first job's config, composed once
+        del composed["hydra"]
+    check_job(first, checks, composed)
     for k, choices in enumerate(settings):
         for setting in choices[1:]:
             check_job([*first[:k], setting, *first[k + 1 :]], checks)
@@ -166,16 +170,17 @@ class JobChecks:
     machine: bool = True
 
 
-def check_job(overrides: list[str], checks: JobChecks) -> None:
-    """Compose one job's config and check it as the job would before any data loads: every key is one the
-    schema has, every value in range (:func:`zoo.training.preflight.validate`) and the trainer's devices here."""
+def check_job(overrides: list[str], checks: JobChecks, composed: DictConfig | None = None) -> None:
+    """Compose one job's config (unless ``composed`` already) and check it as the job would before any data loads:
+    every key is one the schema has, every value in range (:func:`zoo.training.preflight.validate`) and the
+    trainer's devices here."""
     from zoo.config.machine import check_machine
     from zoo.config.schema import check_keys
     from zoo.registry.discovery import discover
     from zoo.registry.index import checkable
     from zoo.training.preflight import validate
 
-    cfg = compose_config(overrides)
+    cfg = compose_config(overrides) if composed is None else composed
     if not checkable(cfg):  # a component composed from its defaults alone: its types are checked with its plugin
         discover()
         cfg = compose_config(overrides)

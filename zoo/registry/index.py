@@ -29,6 +29,8 @@ from zoo.registry.discovery import ENTRY_POINT_GROUP, ENV_VAR, env_folders
 
 #: Bumped when what the index holds changes shape, so an older zoo's index is made again.
 FORMAT = 2
+#: The index's file in the cache folder.
+INDEX_FILE = "registry-index.json"
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ def _index_of(folders: str, path: Path) -> dict[str, Any]:
 
 
 def index_file() -> Path:
-    return Path(os.environ.get("ZOO_CACHE_DIR") or "~/.cache/zoo").expanduser() / "registry-index.json"
+    return Path(os.environ.get("ZOO_CACHE_DIR") or "~/.cache/zoo").expanduser() / INDEX_FILE
 
 
 def fingerprint() -> str:

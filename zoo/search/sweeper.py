@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.config.overrides import parse_overrides
 from zoo.errors import ZooError, one_line_reason, report
+from zoo.registry.discovery import discover
 from zoo.run.claim import lock_held
 from zoo.run.identity import RECORDING_SETTINGS
 from zoo.run.layout import LOCK_FILE
@@ -493,6 +494,7 @@ def check_search(arguments: list[str], compose: Callable[..., DictConfig]) -> No
     search = Search(**{k: v for k, v in OmegaConf.to_container(settings.sweeper).items() if k != "_target_"})
     search.check()
     base, combinations = grid([o for o in overrides if o not in own])
+    discover()  # a study's metrics come from the plugins (the command line's own folders are discovered already)
     studies = [read_study(base, combination, compose) for combination in combinations]
     sweep_dir = Path(str(settings.sweep.dir))
     storage = stored_search(search.storage_url, sweep_dir)

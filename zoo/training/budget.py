@@ -76,41 +76,15 @@ def epoch_batches(data, epoch: int) -> Iterator[dict]:
         sampler.sampler.set_epoch(0)
 
 
-def fit_run_cost(
-    module: torch.nn.Module, data, k: int = COUNTED_BATCHES, batches: list[dict] | None = None
-) -> CostModel:
-    """The run's cost model: ``k`` batches of the first epoch, spread over its shapes, counted exactly (or the
-    ``batches`` given: :func:`trained_batches`). A shape is counted once: batches of one shape cost the same."""
-    if batches is None:
-        shapes = [BatchShape.of(batch) for batch in epoch_batches(data, 0)]
-        chosen = set(spread(shapes, k))
-        batches = [batch for index, batch in enumerate(epoch_batches(data, 0)) if index in chosen]
+def fit_run_cost(module: torch.nn.Module, data, k: int = COUNTED_BATCHES) -> CostModel:
+    """The run's cost model: ``k`` batches of the first epoch, spread over its shapes, counted exactly (a shape
+    once: batches of one shape cost the same)."""
+    shapes = [BatchShape.of(batch) for batch in epoch_batches(data, 0)]
+    chosen = set(spread(shapes, k))
+    batches = [batch for index, batch in enumerate(epoch_batches(data, 0)) if index in chosen]
     distinct = {BatchShape.of(batch): batch for batch in batches}
     counts = count_flops(module, list(distinct.values()))
     return CostModel.fit(list(zip(distinct, counts)))
-
-
-def trained_batches(trainer_cfg, data, most: int = COUNTED_BATCHES) -> list[dict] | None:
-    """Every batch a run in one process without a budget trains, where there are at most ``most`` (None where there
-    are more, or they are not known): a short run (a smoke test, a debugging run with ``limit_train_batches``) is
-    charged FLOPs counted on exactly the batches it trains, and counts no batch it never trains."""
-    epochs, steps, limit = trainer_cfg.max_epochs, trainer_cfg.max_steps, trainer_cfg.limit_train_batches
-    if processes(trainer_cfg) != 1 or epochs < 0 and steps < 0:
-        return None
-    left = steps * trainer_cfg.get("accumulate_grad_batches", 1) if steps >= 0 else math.inf
-    batches: list[dict] = []
-    for epoch in range(epochs) if epochs >= 0 else itertools.count():
-        sampler = data.batch_sampler("train", shuffle=True)
-        sampler.sampler.set_epoch(epoch)
-        count = len(sampler)
-        sampler.sampler.set_epoch(0)
-        count = min(count, int(limit) if limit > 1 else int(count * limit), left - len(batches))
-        if len(batches) + count > most:
-            return None
-        batches += itertools.islice(epoch_batches(data, epoch), count)
-        if len(batches) >= left:
-            break
-    return batches
 
 
 def epoch_steps(cost: CostModel, data, world: int, epoch: int) -> list[tuple[float, dict | None]]:

@@ -33,7 +33,6 @@ from zoo.training.budget import (
     fit_run_cost,
     minutes_layout,
     read_layout,
-    trained_batches,
 )
 from zoo.training.callbacks import AtomicCheckpointIO, LastCheckpoint, Throughput, TrainingCurves
 from zoo.training.compute import ComputeMeter, CostModel
@@ -151,8 +150,7 @@ def compute_layout(
     if saved is not None:
         cost, layout = read_layout(saved)
     else:
-        unbudgeted = trainer_cfg.budget_flops is None and trainer_cfg.budget_minutes is None
-        cost = fit_run_cost(module, data, batches=trained_batches(trainer_cfg, data) if unbudgeted else None)
+        cost = fit_run_cost(module, data)
         layout = budget_layout(trainer_cfg, cost, data) if trainer_cfg.budget_flops is not None else None
     if layout is None and trainer_cfg.budget_minutes is not None:
         layout = minutes_layout(trainer_cfg, module, data.train_dataloader())
