@@ -165,6 +165,7 @@ def test_brushing_an_axis_of_the_parallel_coordinates_keeps_the_runs_in_its_rang
 def test_after_a_brush_the_config_diff_compares_two_runs_it_kept(report_page):
     """The diff compared additive-1 with dot-1; the brush keeps additive-1 and additive-2, not dot-1."""
     page = report_page
+    page.reload()  # as the report opens: the tests before it chose and brushed on the same page
     page.locator(".zoo-parallel").scroll_into_view_if_needed()  # drawn once in view (WebGL)
     page.wait_for_selector(".zoo-parallel .main-svg")
     diffed = "[...document.querySelectorAll('#zoo-settings .zoo-diff select')].map(s => s.value.split('/').pop())"
