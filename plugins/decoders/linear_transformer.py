@@ -5,14 +5,13 @@ attention, Yang et al., 2024); it generates from a state of constant size."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from zoo.api import PAD, Decoder, DecoderOutput, EncoderOutput, build, register
+from zoo.api import Decoder, DecoderOutput, EncoderOutput, build, register
 from zoo.api.layers import (
     AttentionLayers,
     FeedForward,
@@ -119,9 +118,6 @@ class LinearTransformerDecoder(Decoder):
                 "form; use posenc=sinusoidal, learned or none (gate=retention or gla decays with distance)"
             )
         self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
-        nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))
-        with torch.no_grad():
-            self.target.embedding.weight[PAD].zero_()
         self.dropout = nn.Dropout(cfg.dropout)
         self.layers = nn.ModuleList(DecoderLayer(cfg, memory_dim) for _ in range(cfg.layers))
         scorers = {"cross": scorer, "self": self_scorer or scorer}

@@ -17,7 +17,6 @@ encoders in encoders/ssm.py do); the attention layers are zoo.api.layers.Attenti
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,6 @@ import torch
 from torch import nn
 
 from zoo.api import (
-    PAD,
     Choice,
     ConfigError,
     Decoder,
@@ -132,9 +130,6 @@ class SSMDecoder(Decoder):
         self.prefix = cfg.prefix
         self.memory_proj = nn.Linear(memory_dim, d) if cfg.prefix != Prefix.none else None
         self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
-        nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))
-        with torch.no_grad():
-            self.target.embedding.weight[PAD].zero_()
         self.dropout = nn.Dropout(cfg.dropout)
         self.stack = SSMStack(cfg)
         scorers = {"cross": scorer, "self": self_scorer or scorer}

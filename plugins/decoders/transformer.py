@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +11,6 @@ import torch
 from torch import nn
 
 from zoo.api import (
-    PAD,
     TRAINED_BYTES,
     Decoder,
     DecoderOutput,
@@ -144,9 +142,6 @@ class TransformerDecoder(Decoder):
         cfg = dataclasses.replace(cfg, d_model=cfg.d_model or memory_dim)  # checks heads divide the width
         d = cfg.d_model
         self.target = TargetEmbedding(vocab_size, d, d, tie=cfg.tie_embeddings, scale=True)
-        nn.init.normal_(self.target.embedding.weight, std=1 / math.sqrt(d))
-        with torch.no_grad():
-            self.target.embedding.weight[PAD].zero_()
         self.posenc = build("posenc", posenc, dim=d, heads=cfg.heads)
         self.dropout = nn.Dropout(cfg.dropout)
         self.layers = nn.ModuleList(

@@ -17,7 +17,8 @@ class TargetEmbedding(nn.Module):
     With ``tie=True`` the projection reuses the embedding matrix (Press & Wolf, 2017;
     Inan et al., 2017); when ``hidden_dim != embed_dim`` a linear map first brings the
     hidden vector to ``embed_dim`` so the shared matrix fits. ``scale=True`` multiplies
-    embeddings by sqrt(embed_dim) (Vaswani et al., 2017).
+    embeddings by sqrt(embed_dim) (Vaswani et al., 2017), and draws them with standard deviation
+    1/sqrt(embed_dim), so the scaled vectors start at unit size (the padding row zero).
     """
 
     def __init__(
@@ -33,6 +34,10 @@ class TargetEmbedding(nn.Module):
         else:
             self.to_embed = nn.Identity()
             self.output = nn.Linear(hidden_dim, vocab_size)
+        if scale:
+            nn.init.normal_(self.embedding.weight, std=1 / math.sqrt(embed_dim))
+            with torch.no_grad():
+                self.embedding.weight[PAD].zero_()
 
     def embed(self, y: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) -> vectors (B, T, embed_dim)."""
