@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -282,13 +284,20 @@ def test_version(flag, tmp_path):
     assert proc.stdout == f"zoo {version('zoo')}\n"
 
 
-def test_the_tasks_commands_are_built_from_the_registry_and_never_hide_zoos_own():
-    from zoo.cli import COMMANDS, all_commands
-    from zoo.inference.predictor import prediction_commands
-    from zoo.registry.discovery import discover
+def test_the_tasks_commands_are_built_from_the_registry_and_never_hide_zoos_own(tmp_path):
+    # A fresh interpreter: this one may hold tasks that other tests registered in-process.
+    script = """
+import json
+from zoo.cli import COMMANDS, all_commands
+from zoo.inference.predictor import prediction_commands
+from zoo.registry.discovery import discover
 
-    listed = all_commands()  # from the registry's cached index
-    discover()
-    declared = prediction_commands()
-    assert {"translate", "caption"} <= set(declared) and not set(declared) & set(COMMANDS)
-    assert set(listed) == set(COMMANDS) | set(declared)
+listed = all_commands()  # from the registry's cached index
+discover()
+print(json.dumps({"listed": sorted(listed), "zoo": sorted(COMMANDS), "declared": sorted(prediction_commands())}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    seen = json.loads(proc.stdout)
+    declared, own = set(seen["declared"]), set(seen["zoo"])
+    assert {"translate", "caption"} <= declared and not declared & own
+    assert set(seen["listed"]) == own | declared
