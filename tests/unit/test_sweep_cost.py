@@ -53,3 +53,19 @@ def test_the_short_variant_passes_zoo_trains_checks_of_its_command_line():
     assert len(jobs) == 15 and all("seed=1" in job and "trainer.max_epochs=3" in job for job in jobs)
     for job in jobs:
         check_composed_as_asked(compose_config(job), job)
+
+
+def test_a_continued_sweep_counts_its_finished_jobs_apart_and_estimates_the_rest_from_them(tmp_path, monkeypatch):
+    """Jobs 0 and 2 of four finished in the sweep's folder (120 s and 180 s): resume_mode=auto skips them, and the
+    other two are taken at their median, 150 s each. Without resume_mode the folder is not read."""
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "map"
+    past_run(sweep / "0", ["model=gru", "optim.lr=0.001"], 120.0)
+    past_run(sweep / "2", ["model=lstm", "optim.lr=0.001"], 180.0)
+    (sweep / "1").mkdir()  # started, not finished
+    asked = ["-m", "model=gru,lstm", "optim.lr=0.001,0.003", f"hydra.sweep.dir={sweep}"]
+    cost = sweep_cost([*asked, "resume_mode=auto"])
+    assert (cost.runs, cost.finished, cost.seconds) == (4, 2, pytest.approx(300.0))
+    assert "4 runs of 4 configurations, 2 of them finished in its folder" in cost.says()
+    assert "about 5 min of training for the other 2" in cost.says()
+    assert (sweep_cost(asked).finished, sweep_cost(asked).seconds) == (0, None)

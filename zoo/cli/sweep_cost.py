@@ -8,6 +8,10 @@ the last run here of the same recipe (the same config but for seed and length: e
 training seconds are scaled to the run's length (its epochs, or its FLOP budget against the FLOPs that run
 counted). A recipe never run here is taken at the median of those that were, and said to be; without any, the
 count is said alone. The time is training time (data, tokenizers and the test add a little to each run).
+
+A sweep continued into its own folder (``resume_mode=auto``) skips the jobs that finished there: they are counted
+apart, cost nothing, and their times estimate the rest (the cells of a map differ, so its own finished cells are
+the only runs of its recipes).
 """
 
 from __future__ import annotations
@@ -53,10 +57,13 @@ class Cost:
     seconds: float | None
     found: int  # configurations whose recipe this machine has run
     at_once: int  # runs the launcher trains at a time
+    finished: int = 0  # jobs finished in the sweep's folder, which resume_mode=auto skips
 
     def says(self) -> str:
         """One line: the runs, the time one after another and at the launcher's pace, and what it is based on."""
         runs = f"{self.runs} runs of {self.configurations} configurations"
+        if self.finished:
+            runs += f", {self.finished} of them finished in its folder (resume_mode=auto skips them)"
         if self.seconds is None:
             return f"{runs}; no finished run on this machine to estimate their time from (./run train makes one)"
         pace = f", {duration(self.seconds / self.at_once)} {self.at_once} at a time" if self.at_once > 1 else ""
@@ -64,7 +71,8 @@ class Cost:
         basis = "from this machine's last run of each recipe, scaled to these epochs" + (
             f"; {guessed} recipe(s) never run here taken at the median of the others" if guessed else ""
         )
-        return f"{runs}: about {duration(self.seconds)} of training one after another{pace} ({basis})"
+        rest = f" for the other {self.runs - self.finished}" if self.finished else ""
+        return f"{runs}: about {duration(self.seconds)} of training{rest} one after another{pace} ({basis})"
 
 
 def duration(seconds: float) -> str:
@@ -94,14 +102,44 @@ def sweep_cost(overrides: list[str]) -> Cost:
     hydra_cfg = compose_config(firsts, hydra=True)  # the sweeper's and launcher's settings, the run folders
     jobs = sweep_jobs(overrides, hydra_cfg)
     configurations = {without(job, ("seed",)) for job in jobs}
-    trained = last_runs(run_folders())
+    own = continued_folder(hydra_cfg)
+    trained = last_runs(run_folders() + ([own] if own else []))
     times = {configuration: estimate(configuration, trained) for configuration in configurations} if trained else {}
     times = {configuration: seconds for configuration, seconds in times.items() if seconds is not None}
+    done = finished_jobs(own, len(jobs)) if own else set()
     total = None
     if times:
         guess = statistics.median(times.values())
-        total = sum(times.get(without(job, ("seed",)), guess) for job in jobs)
-    return Cost(len(jobs), len(configurations), total, len(times), at_once(hydra_cfg))
+        total = sum(times.get(without(job, ("seed",)), guess) for number, job in enumerate(jobs) if number not in done)
+    return Cost(len(jobs), len(configurations), total, len(times), at_once(hydra_cfg), len(done))
+
+
+#: The job's folder in its sweep's (``hydra.sweep.subdir``) as zoo's config sets it: the job's number.
+JOB_SUBDIR = "${hydra.job.num}"
+
+
+def continued_folder(hydra_cfg: Any) -> Path | None:
+    """The sweep's own folder when the sweep continues into it (``resume_mode`` auto or must) and it exists, with
+    its jobs in folders named by their numbers."""
+    from zoo.run.resume import CONTINUING, resume_mode
+
+    folder = OmegaConf.select(hydra_cfg, "hydra.sweep.dir", default=None)
+    numbered = hydra_cfg.hydra.sweep._get_node("subdir")._value() == JOB_SUBDIR
+    if folder is None or not numbered or resume_mode(hydra_cfg) not in CONTINUING or not Path(str(folder)).is_dir():
+        return None
+    return Path(str(folder))
+
+
+def finished_jobs(folder: Path, jobs: int) -> set[int]:
+    """The job numbers whose run in ``folder`` finished (a job's folder is its number: ``hydra.sweep.subdir``)."""
+    done = set()
+    for number in range(jobs):
+        try:
+            if json.loads((folder / str(number) / SUMMARY_FILE).read_text()).get("status") == "finished":
+                done.add(number)
+        except (OSError, ValueError, AttributeError):  # not run yet, or a record another command will refuse
+            continue
+    return done
 
 
 def without(job: list[str] | tuple[str, ...], keys: tuple[str, ...]) -> tuple[str, ...]:
