@@ -14,11 +14,11 @@ from zoo.api import Attention, register
 class ScaledDotScorer(Attention):
     """Scaled dot product q . k / sqrt(d); needs query_dim == key_dim (Vaswani et al., 2017).
 
-        Dividing by sqrt(d) keeps the score variance near 1 when q and k have unit-variance
-        entries, so the softmax does not saturate as d grows. Multi-head attention runs
-        this scorer through torch's fused ``scaled_dot_product_attention`` when it can
-    (``fused_sdpa``).
-        ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
+    Dividing by sqrt(d) keeps the score variance near 1 when q and k have unit-variance entries, so the softmax does
+    not saturate as d grows. Multi-head attention runs this scorer through torch's fused
+    ``scaled_dot_product_attention`` when it can (``fused_sdpa``).
+
+    ``forward(q (B, H, T, d), k (B, H, S, d)) -> scores (B, H, T, S)``.
     """
 
     needs_equal_dims = True
