@@ -234,8 +234,9 @@ def built(tmp_path, *overrides: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_is_charged_within_a_percent_of_every_batch_counted_over_an_epoch(tmp_path, family):
-    """The charge per batch from the cost model (16 batches counted) against every batch of the epoch counted."""
-    overrides = ["experiment=smoke", "dataset.train_size=500", "data.max_tokens=160", *FAMILIES[family]]
+    """The charge per batch from the cost model (16 batches counted) against every batch of the epoch counted (36:
+    20 of them shapes the fit never saw)."""
+    overrides = ["experiment=smoke", "dataset.train_size=300", "data.max_tokens=160", *FAMILIES[family]]
     _, data, module = built(tmp_path, *overrides)
     batches = list(epoch_batches(data, 0))
     assert len(batches) > 2 * COUNTED_BATCHES
