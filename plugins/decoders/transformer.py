@@ -11,14 +11,11 @@ import torch
 from torch import nn
 
 from zoo.api import (
-    TRAINED_BYTES,
     Decoder,
     DecoderOutput,
     EncoderOutput,
     build,
-    no_wider_than,
     register,
-    within_memory,
 )
 from zoo.api.layers import FeedForward, Residual, TargetEmbedding, TransformerLayout, final_norm, layout_attention
 
@@ -93,24 +90,6 @@ class TransformerDecoder(Decoder):
     class Config(TransformerLayout):
         d_model: int | None = None  # width of every block; null: the encoder's output width
         tie_embeddings: bool = True  # the output projection shares the target embedding matrix
-
-        def __post_init__(self) -> None:
-            """Checked again with d_model set when a null d_model has taken the encoder's width (at the build)."""
-            super().__post_init__()
-            # The same two bounds as the transformer encoder's (they would belong in TransformerLayout).
-            no_wider_than(
-                self,
-                "kv_latent_dim",
-                "d_model",
-                "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs",
-            )
-            if self.d_model is not None:
-                within_memory(
-                    self,
-                    ("d_model", "ff_dim", "layers"),
-                    2 * self.d_model * self.ff_dim * self.layers * TRAINED_BYTES,
-                    "the feed-forward weights in training",
-                )
 
     uses_self_scorer = True  # its self-attention may score with another scorer than its cross-attention
     # kv_layout=mha|gqa|mqa|mla: the key/value layout in one word. Only the decoder's is set: it alone caches keys

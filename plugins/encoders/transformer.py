@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.api import TRAINED_BYTES, ConfigError, Encoder, EncoderOutput, build, no_wider_than, register, within_memory
+from zoo.api import ConfigError, Encoder, EncoderOutput, build, register
 from zoo.api.layers import FeedForward, Residual, TransformerLayout, final_norm, layout_attention
 
 log = logging.getLogger(__name__)
@@ -75,19 +75,6 @@ class TransformerEncoder(Encoder):
 
         def __post_init__(self) -> None:
             super().__post_init__()
-            # The same two bounds as the transformer decoder's (they would belong in TransformerLayout).
-            no_wider_than(
-                self,
-                "kv_latent_dim",
-                "d_model",
-                "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs",
-            )
-            within_memory(
-                self,
-                ("d_model", "ff_dim", "layers"),
-                2 * self.d_model * self.ff_dim * self.layers * TRAINED_BYTES,
-                "the feed-forward weights in training",
-            )
             if not self.self_attention_projections and (self.kv_heads not in (None, self.heads) or self.kv_latent_dim):
                 raise ConfigError(
                     "self_attention_projections=False compares the vectors themselves, so it has no key/value "

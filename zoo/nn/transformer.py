@@ -14,7 +14,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.config.checks import Choice, at_least, in_unit_interval, multiple_of, one_of
+from zoo.config.checks import (
+    TRAINED_BYTES,
+    Choice,
+    at_least,
+    in_unit_interval,
+    multiple_of,
+    no_wider_than,
+    one_of,
+    within_memory,
+)
 from zoo.nn.multihead import MultiHeadAttention
 from zoo.nn.norms import Norm, make_norm
 
@@ -67,6 +76,19 @@ class TransformerLayout:
         one_of(self, "activation", Activation)
         one_of(self, "norm_position", NormPosition)
         one_of(self, "norm", Norm)
+        no_wider_than(
+            self,
+            "kv_latent_dim",
+            "d_model",
+            "the latent compresses d_model-wide vectors: a wider one holds nothing more and only costs",
+        )
+        if self.d_model is not None:  # a decoder's null d_model is checked again once it has the encoder's width
+            within_memory(
+                self,
+                ("d_model", "ff_dim", "layers"),
+                2 * self.d_model * self.ff_dim * self.layers * TRAINED_BYTES,
+                "the feed-forward weights in training",
+            )
 
 
 def layout_attention(cfg: TransformerLayout, scorer: Any, **kwargs: Any) -> MultiHeadAttention:
