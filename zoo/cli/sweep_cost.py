@@ -123,11 +123,10 @@ def continued_folder(hydra_cfg: Any) -> Path | None:
     its jobs in folders named by their numbers."""
     from zoo.run.resume import CONTINUING, resume_mode
 
-    folder = OmegaConf.select(hydra_cfg, "hydra.sweep.dir", default=None)
-    numbered = hydra_cfg.hydra.sweep._get_node("subdir")._value() == JOB_SUBDIR
-    if folder is None or not numbered or resume_mode(hydra_cfg) not in CONTINUING or not Path(str(folder)).is_dir():
+    if resume_mode(hydra_cfg) not in CONTINUING or hydra_cfg.hydra.sweep._get_node("subdir")._value() != JOB_SUBDIR:
         return None
-    return Path(str(folder))
+    folder = OmegaConf.select(hydra_cfg, "hydra.sweep.dir", default=None)
+    return Path(str(folder)) if folder is not None and Path(str(folder)).is_dir() else None
 
 
 def finished_jobs(folder: Path, jobs: int) -> set[int]:
