@@ -130,15 +130,11 @@ def continued_folder(hydra_cfg: Any) -> Path | None:
 
 
 def finished_jobs(folder: Path, jobs: int) -> set[int]:
-    """The job numbers whose run in ``folder`` finished (a job's folder is its number: ``hydra.sweep.subdir``)."""
-    done = set()
-    for number in range(jobs):
-        try:
-            if json.loads((folder / str(number) / SUMMARY_FILE).read_text()).get("status") == "finished":
-                done.add(number)
-        except (OSError, ValueError, AttributeError):  # not run yet, or a record another command will refuse
-            continue
-    return done
+    """The job numbers whose run in ``folder`` finished, as the job's claim reads it to skip the job (a job's folder
+    is its number: ``hydra.sweep.subdir``)."""
+    from zoo.run.claim import run_status
+
+    return {number for number in range(jobs) if run_status(folder / str(number)) == "finished"}
 
 
 def without(job: list[str] | tuple[str, ...], keys: tuple[str, ...]) -> tuple[str, ...]:
