@@ -64,9 +64,9 @@ def test_train_with_model_none_trains_the_plain_defaults(run):
 def test_switching_commands_installs_each_extra_once(run):
     installs = [zoo_installs(run(*command)) for command in (["docs", "build"], ["zoo", "--version"], ["train"])]
     assert [len(i) for i in installs] == [1, 0, 0], installs
-    assert installs[0][0].endswith("[docs,report]")
+    assert installs[0][0].endswith("[docs,parallel,report]")
     (tests,) = zoo_installs(run("test", "-q"))
-    assert tests.endswith("[dev,docs,report]")
+    assert tests.endswith("[dev,docs,parallel,report]")
     for command in (["zoo", "list"], ["docs", "build"], ["train"], ["test"]):
         assert zoo_installs(run(*command)) == [], f"./run {' '.join(command)} installed again"
 
