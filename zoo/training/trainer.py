@@ -193,6 +193,9 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*is smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    # zoo's data module resumes mid-epoch exactly (it saves the batches done; tests/e2e/test_resume.py), which
+    # Lightning, looking at the DataLoader alone, cannot see.
+    warnings.filterwarnings("ignore", message=".*your dataloader is not resumable.*")
     # Every DDP rank scores the whole validation and test set from the results gathered from all ranks
     # (ZooModule._evaluate_epoch), so they log the same metrics: nothing to sync.
     warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed setting.*")
