@@ -1,5 +1,6 @@
-"""A chunk of the selective scan in C (zoo/nn/recurrence.py): it computes what the PyTorch form computes, and a
-machine that cannot compile it runs the PyTorch form after one warning."""
+"""Mamba's selective scan in C (zoo/nn/recurrence.py): it computes what the PyTorch form computes, outputs and every
+gradient, across the states it saves, and a machine that cannot compile it runs the PyTorch form after one
+warning."""
 
 from __future__ import annotations
 
@@ -10,62 +11,61 @@ import pytest
 import torch
 
 from zoo.nn import recurrence
+from zoo.nn.ssm import LOG2_E, chunked_selective_scan
 
 
-def chunk(dtype: torch.dtype, steps: int) -> dict[str, torch.Tensor]:
-    """A chunk of 3 sequences in 2 groups of 13 channels with 5 states each, its inputs and upstream gradients."""
+def scan_inputs(dtype: torch.dtype, length: int) -> list[torch.Tensor]:
+    """u, Δ, A, B, C of 3 sequences in 2 groups of 13 channels with 5 states each (a bidirectional block's layout),
+    Δ and A wide enough that some decays are strong."""
     torch.manual_seed(0)
-    shape = (3, steps, 2, 5, 13)
-    return {
-        "decay": torch.rand(shape, dtype=dtype),
-        "u": torch.randn(3, steps, 2, 13, dtype=dtype),
-        "maps": torch.randn(3, steps, 2, 5, dtype=dtype),
-        "start": torch.randn(3, 4, 5, 13, dtype=dtype)[:, 1:3],  # a slice of a larger tensor, as a chunk's start is
-        "g": torch.randn(shape, dtype=dtype),
-        "delta": torch.rand(3, steps, 2, 13, dtype=dtype),
-        "A": -torch.rand(2, 5, 13, dtype=dtype),
-    }
+    u, delta = torch.randn(3, length, 26, dtype=dtype), torch.rand(3, length, 26, dtype=dtype) * 2
+    A, B, C = -torch.rand(26, 5, dtype=dtype) * 4, *(torch.randn(3, length, 2, 5, dtype=dtype) for _ in "BC")
+    return [t.requires_grad_() for t in (u, delta, A, B, C)]
 
 
-def run(t: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
-    """(states, adjoints, gradient of Δ, gradient of A) of :mod:`recurrence` on a chunk."""
-    h = recurrence.states(t["decay"], t["u"], t["maps"], t["start"])
-    g, dA = t["g"].clone(), torch.zeros_like(t["A"])
-    ddelta = recurrence.adjoints(t["decay"], h, t["start"], g, t["delta"], t["A"], dA)
-    return h, g, ddelta, dA
+def run(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """y, the last state and the gradient of every input of :func:`chunked_selective_scan` under a fixed loss."""
+    y, last = chunked_selective_scan(*inputs)
+    torch.manual_seed(1)
+    loss = (y * torch.randn_like(y)).sum() + (last * torch.randn_like(last)).sum()
+    return [y, last, *torch.autograd.grad(loss, inputs)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("steps", [1, 7])
-def test_the_c_chunk_equals_the_pytorch_chunk(dtype, steps, monkeypatch):
+@pytest.mark.parametrize("length", [1, 7, 23])
+def test_the_c_scan_equals_the_pytorch_form_with_every_gradient(dtype, length, monkeypatch):
+    """A state saved every 3 steps here, so the backward pass makes its states again across saves and a partial
+    last stretch (7 and 23 steps)."""
     if recurrence.compiled() is None:
         pytest.skip("no C compiler here (cc or $CC): only the PyTorch form runs")
-    inputs = chunk(dtype, steps)
+    monkeypatch.setattr(recurrence, "STATES_BETWEEN_SAVES", 3 * 2 * 5 * 13)
+    inputs = scan_inputs(dtype, length)
     in_c = run(inputs)
-    monkeypatch.setattr(recurrence, "compiled", lambda: None)
+    monkeypatch.setattr(recurrence, "available_for", lambda *tensors: False)
     for c, pytorch in zip(in_c, run(inputs), strict=True):
         torch.testing.assert_close(c, pytorch)
 
 
-def test_the_pytorch_chunk_is_the_recurrence_and_its_gradients(monkeypatch):
-    """States by a plain loop, and the adjoints, Δ's and A's gradients as autograd takes them through that loop."""
-    monkeypatch.setattr(recurrence, "compiled", lambda: None)
-    t = chunk(torch.float64, 6)
-    delta, A = t["delta"].clone().requires_grad_(), t["A"].clone().requires_grad_()
-    decay = (delta[:, :, :, None] * A).exp()
-    b = (t["u"][:, :, :, None] * t["maps"][..., None]).requires_grad_()
-    h, previous = [], t["start"]
-    for step in range(6):
-        previous = decay[:, step] * previous + b[:, step]
-        h.append(previous)
-    h = torch.stack(h, 1)
-    g_b, g_delta, g_A = torch.autograd.grad((h * t["g"]).sum(), (b, delta, A))
-
-    states, adjoint, ddelta, dA = run({**t, "decay": decay.detach()})
-    torch.testing.assert_close(states, h.detach())
-    torch.testing.assert_close(adjoint, g_b)  # the gradient of each step's input is its adjoint state
-    torch.testing.assert_close(ddelta, g_delta)
-    torch.testing.assert_close(dA, g_A)
+@pytest.mark.parametrize("dtype, lowest", [(torch.float32, -126), (torch.float64, -1022)])
+def test_the_c_decays_are_torchs_exp2_to_two_units_in_the_last_place(dtype, lowest):
+    """recurrence.c computes the decays 2^(Δ A log2 e) by hand (so that the compiler vectorises it) over the
+    normal range, clamped below it. Read through the scan: a sequence of two steps whose first puts 1 in the state
+    and whose second adds nothing gives y_1 = its decay, here against torch's exp2 of the same exponent, as the
+    PyTorch form computes it."""
+    if recurrence.compiled() is None:
+        pytest.skip("no C compiler here (cc or $CC)")
+    exponents = torch.cat([torch.linspace(lowest, 20, 50_001), -torch.rand(1_000)]).to(dtype)
+    A = -torch.ones(1, 1, dtype=dtype)
+    log2_a = (A * LOG2_E)[0, 0]
+    delta = torch.stack([torch.zeros_like(exponents), exponents / log2_a], dim=1)[..., None]
+    u = torch.tensor([1.0, 0.0], dtype=dtype).expand(len(exponents), 2)[..., None]
+    ones = torch.ones(len(exponents), 2, 1, dtype=dtype)
+    y, _ = chunked_selective_scan(u, delta, A, ones, ones)
+    expected = torch.exp2(delta[:, 1, 0] * log2_a)
+    assert ((y[:, 1, 0] - expected).abs() <= 2 * torch.finfo(dtype).eps * expected).all()  # measured: 1
+    far_below = torch.tensor([0.0, (lowest - 30) / log2_a], dtype=dtype)[None, :, None]
+    y, _ = chunked_selective_scan(u[:1], far_below, A, ones[:1], ones[:1])
+    assert 0 <= y[0, 1, 0] <= 2.0**lowest
 
 
 def test_a_compiler_that_fails_leaves_the_pytorch_form_and_no_file(tmp_path, monkeypatch, caplog):
@@ -79,10 +79,9 @@ def test_a_compiler_that_fails_leaves_the_pytorch_form_and_no_file(tmp_path, mon
         (warning,) = caplog.records
         assert warning.message.startswith("the C selective scan could not be built or loaded")
         assert list((tmp_path / "kernels").iterdir()) == []  # the partial library removed
-        h = recurrence.states(
-            torch.full((1, 3, 1, 1, 2), 0.5), torch.ones(1, 3, 1, 2), torch.ones(1, 3, 1, 1), torch.zeros(1, 1, 1, 2)
-        )
-        assert h[0, :, 0, 0, 0].tolist() == [1.0, 1.5, 1.75]
+        halves = -torch.full((2, 1), 2.0).log()  # A: a decay exp(Δ A) of 1/2 at Δ = 1
+        y, _ = chunked_selective_scan(torch.ones(1, 3, 2), torch.ones(1, 3, 2), halves, *[torch.ones(1, 3, 1)] * 2)
+        assert y[0, :, 0].tolist() == [1.0, 1.5, 1.75]
     finally:
         recurrence.compiled.cache_clear()
 
@@ -101,7 +100,7 @@ def test_a_library_cut_short_in_the_cache_is_built_again_before_it_is_loaded(kep
         cut.write_bytes(library.read_bytes()[:kept])  # cut in place, the library this process maps would be too)
         cut.replace(library)
         recurrence.compiled.cache_clear()
-        run(chunk(torch.float32, 3))
+        run(scan_inputs(torch.float32, 3))
         assert recurrence.intact(library) and library.stat().st_size > kept
     finally:
         recurrence.compiled.cache_clear()
@@ -115,13 +114,13 @@ def test_a_library_that_does_not_load_leaves_the_pytorch_form_with_one_warning(t
     recurrence.compiled.cache_clear()
     try:
         with caplog.at_level(logging.WARNING, logger=recurrence.__name__):
-            h, *_ = run(chunk(torch.float32, 3))
-            run(chunk(torch.float32, 3))
+            y, *_ = run(scan_inputs(torch.float32, 3))
+            run(scan_inputs(torch.float32, 3))
         (warning,) = caplog.records
         assert warning.message.startswith("the C selective scan could not be built or loaded") and "nothing.so" in (
             warning.message
         )
-        assert h.shape == (3, 3, 2, 5, 13)
+        assert y.shape == (3, 3, 26)
     finally:
         recurrence.compiled.cache_clear()
 

@@ -1,14 +1,15 @@
-"""A chunk of Mamba's selective scan on the CPU: its states h_t = exp(Δ_t A) h_{t-1} + u_t B_t, and backwards its
-adjoint states and the gradients of Δ and A; in C where the machine has a C compiler, else in PyTorch.
+"""Mamba's selective scan on the CPU in C, forward and backward, fused (recurrence.c), where the machine can
+compile it; zoo.nn.ssm runs the PyTorch form elsewhere.
 
-zoo.nn.ssm.chunked_selective_scan runs a sequence a chunk of time at a time. In PyTorch the recurrence is one call
-a step, about 4 µs, mostly dispatch, for a few thousand numbers, and the steps are sequential, so a second thread
-cannot share them; the backward pass makes every product as a tensor of its own (six passes over the chunk for
-the gradient of Δ and A alone). recurrence.c takes a chunk in one call and forms those products where it sums
-them. It is compiled once per machine with the system's C compiler (``$CC``, else ``cc``) into
-``$ZOO_CACHE_DIR/kernels/`` (default ``~/.cache/zoo/kernels/``) and loaded with ctypes, which lets other threads
-run while it works. ``ZOO_CPU_KERNELS=off`` keeps the PyTorch form. Without a compiler, or where it fails (its
-message is logged once), the PyTorch form runs; the two compute the same sums (equal to rounding).
+The PyTorch form (zoo.nn.ssm.chunked_selective_scan) makes the scan's (B, L, E, N) tensors of decays, inputs and
+states a chunk of time at a time and passes over each several times; at a training batch's size a chunk of one
+step is already 4 MiB, so it is bound by memory, and its recurrence is one call a step, about 4 µs of dispatch.
+recurrence.c makes no such tensor: it keeps one sequence's state in cache and reads each step's inputs once, and
+its backward pass makes each chunk's states again from the state saved at the chunk's start. It is compiled once
+per machine with the system's C compiler (``$CC``, else ``cc``) into ``$ZOO_CACHE_DIR/kernels/`` (default
+``~/.cache/zoo/kernels/``) and loaded with ctypes. ``ZOO_CPU_KERNELS=off`` keeps the PyTorch form. Without a
+compiler, or where it fails (its message is logged once), the PyTorch form runs; the two compute the same sums
+(equal to rounding) and are charged the same FLOPs (zoo.training.flops).
 
 A library cut short (a copy or an rsync of the cache stopped part-way) still passes ``dlopen`` and then ends the
 process with SIGBUS at its first call, without a word. So its size and SHA-256 are written beside it when it is
@@ -36,99 +37,97 @@ from zoo.config.machine import kernels_switched_on
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("recurrence.c")
-FLAGS = ["-O3", "-shared", "-fPIC"]  # no -march=native: a cache folder on a cluster's shared disk serves every node
+# No -march=native: a cache folder on a cluster's shared disk serves every node. -fopenmp-simd lets the compiler
+# vectorise the loops marked #pragma omp simd (the sums over channels), without OpenMP's runtime;
+# -fno-trapping-math, the clamp in exp2 (no floating-point exception is ever looked at).
+FLAGS = ["-O3", "-fopenmp-simd", "-fno-trapping-math", "-shared", "-fPIC"]
 TYPES = {torch.float32: "f32", torch.float64: "f64"}
 
 
-def states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
-    """A chunk's states, h_t = decay_t * h_{t-1} + u_t B_t from h_{-1} = start: decay (B, T, G, N, C), u (B, T, G, C),
-    maps (the B_t: B, T, G, N), start (B, G, N, C) -> (B, T, G, N, C)."""
-    if _library_for(decay) is None:
-        h = u[:, :, :, None] * maps[..., None]
-        previous = start
-        for a_t, h_t in zip(decay.unbind(1), h.unbind(1)):
-            previous = h_t.addcmul_(a_t, previous)
-        return h
-    h = torch.empty_like(decay)
-    scan_states(decay, *(t.to(decay.dtype).contiguous() for t in (u, maps, start)), h)
-    return h
+def available_for(*tensors: torch.Tensor) -> bool:
+    """Whether the compiled scan can take these tensors: on the CPU, in one dtype it knows (it is then compiled or
+    loaded, once)."""
+    first = tensors[0]
+    if first.device.type != "cpu" or first.dtype not in TYPES:
+        return False
+    return all(t.device == first.device and t.dtype == first.dtype for t in tensors) and compiled() is not None
 
 
-def adjoints(
-    decay: torch.Tensor,
-    h: torch.Tensor,
-    start: torch.Tensor,
-    g: torch.Tensor,
+@torch.library.custom_op("zoo::selective_scan", mutates_args=("y", "starts", "last"), device_types="cpu")
+def scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A2: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    y: torch.Tensor,
+    starts: torch.Tensor,
+    last: torch.Tensor,
+    interval: int,
+    chunk: int,
+) -> None:
+    """The scan from a zero state: u, delta (B, L, E), A2 = A log2 e (G, N, E / G), B, C (B, L, G, N) -> into y
+    (B, L, E), the state every ``interval`` steps into starts (B, K, G, N, E / G) and the last state into last (B,
+    G, N, E / G). An operator of its own, so that a FLOP counter sees it: ``chunk`` is the PyTorch form's, which
+    its count (zoo.training.flops) depends on."""
+    library = getattr(compiled(), f"scan_{TYPES[u.dtype]}")
+    library(*_pointers(u, delta, A2, B, C, y, starts, last), *_sizes(u, A2), interval)
+
+
+@torch.library.custom_op(
+    "zoo::selective_scan_backward", mutates_args=("du", "ddelta", "dA", "dB", "dC", "work", "g"), device_types="cpu"
+)
+def scan_backward(
+    u: torch.Tensor,
     delta: torch.Tensor,
     A: torch.Tensor,
-    dA: torch.Tensor,
-) -> torch.Tensor:
-    """Backwards through a chunk of :func:`states`: the adjoint states g_t += decay_{t+1} g_{t+1} in place over g
-    (which holds C_t dy_t, and at the last step also the gradient from after the chunk), then through the decays
-    exp(Δ_t A), with dlog_t = g_t decay_t h_{t-1}: the gradient of Δ_t (B, T, G, C), returned, and of A, added to
-    ``dA`` (G, N, C). decay, h, g (B, T, G, N, C), start (B, G, N, C), delta (B, T, G, C), A (G, N, C)."""
-    if _library_for(decay, h, g) is None:
-        later = g[:, -1]
-        for a_next, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
-            later = g_t.addcmul_(a_next, later)
-        dlog = g * decay
-        dlog[:, 1:] *= h[:, :-1]
-        dlog[:, 0] *= start
-        dA += (dlog * delta[:, :, :, None]).sum((0, 1))
-        return (dlog * A).sum(3)
-    ddelta = delta.new_empty(delta.shape, dtype=decay.dtype)
-    start, delta, A, dA_here = (t.to(decay.dtype).contiguous() for t in (start, delta, A, dA))
-    scan_adjoints(decay, h, start, g, delta, A, ddelta, dA_here)
-    if dA_here is not dA:
-        dA.copy_(dA_here)
-    return ddelta
-
-
-@torch.library.custom_op("zoo::scan_states", mutates_args=("h",), device_types="cpu")
-def _c_states(decay: torch.Tensor, u: torch.Tensor, maps: torch.Tensor, start: torch.Tensor, h: torch.Tensor) -> None:
-    """recurrence.c's forward loop into ``h``, as an operator of its own so that a FLOP counter sees it
-    (zoo.training.flops)."""
-    getattr(compiled(), f"states_{TYPES[decay.dtype]}")(*_pointers(decay, u, maps, start, h), *_sizes(decay))
-
-
-@torch.library.custom_op("zoo::scan_adjoints", mutates_args=("g", "ddelta", "dA"), device_types="cpu")
-def _c_adjoints(
-    decay: torch.Tensor,
-    h: torch.Tensor,
-    start: torch.Tensor,
-    g: torch.Tensor,
-    delta: torch.Tensor,
-    A: torch.Tensor,
+    A2: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    starts: torch.Tensor,
+    dy: torch.Tensor,
+    dlast: torch.Tensor,
+    du: torch.Tensor,
     ddelta: torch.Tensor,
     dA: torch.Tensor,
+    dB: torch.Tensor,
+    dC: torch.Tensor,
+    work: torch.Tensor,
+    g: torch.Tensor,
+    interval: int,
+    chunk: int,
 ) -> None:
-    """recurrence.c's backward loop (g, ddelta and dA written in place), as an operator of its own."""
-    pointers = _pointers(decay, h, start, g, delta, A, ddelta, dA)
-    getattr(compiled(), f"adjoints_{TYPES[decay.dtype]}")(*pointers, *_sizes(decay))
+    """Backwards through :func:`scan` from its saved ``starts``: the gradients of u, Δ, B and C written, A's (G, N,
+    E / G) added to ``dA``; dy (B, L, E), dlast (B, G, N, E / G) the upstream gradients; ``work`` (2 × min(interval,
+    L) × G × N × E / G numbers) and ``g`` (G × N × E / G) scratch; ``chunk`` as in :func:`scan`."""
+    library = getattr(compiled(), f"scan_backward_{TYPES[u.dtype]}")
+    pointers = _pointers(u, delta, A, A2, B, C, starts, dy, dlast, du, ddelta, dA, dB, dC, work, g)
+    library(*pointers, *_sizes(u, A2), interval)
 
 
-scan_states = torch.ops.zoo.scan_states
-scan_adjoints = torch.ops.zoo.scan_adjoints
+STATES_BETWEEN_SAVES = 2**17  # numbers: the states a backward pass makes again from one saved state, 512 KiB in float
+
+
+def interval(lanes: int) -> int:
+    """Steps between the states :func:`scan` saves, for a state of ``lanes`` numbers: as many as make
+    ``STATES_BETWEEN_SAVES``, so that the backward pass's chunk of states and decays stays near the cache (16 steps
+    of 512 channels × 16 states), and the saved states are a small part of the memory (a state per step, as a
+    chunk of one step would save, is N times the layer's input and, freshly allocated, costs a page fault every
+    4 KiB)."""
+    return max(1, STATES_BETWEEN_SAVES // lanes)
+
+
+#: The two operators, as a FLOP counter's dispatch mode sees them (zoo.training.flops charges them by formula).
+SCAN_OPS = (torch.ops.zoo.selective_scan, torch.ops.zoo.selective_scan_backward)
 
 
 def _pointers(*tensors: torch.Tensor) -> list[int]:
     return [t.data_ptr() for t in tensors]
 
 
-def _sizes(t: torch.Tensor) -> tuple[int, ...]:
-    """(batch, steps, groups, states, channels) of a chunk's (B, T, G, N, C) tensor."""
-    return tuple(t.shape)
-
-
-def _library_for(*chunks: torch.Tensor) -> ctypes.CDLL | None:
-    """The compiled scan, where it can take these (B, T, G, N, C) tensors: on the CPU, in a dtype it knows, the same
-    shape and contiguous (made so, they are written in place or read whole)."""
-    first = chunks[0]
-    if first.device.type != "cpu" or first.dtype not in TYPES or first.dim() != 5 or first.numel() == 0:
-        return None
-    if any(t.dtype != first.dtype or t.shape != first.shape or not t.is_contiguous() for t in chunks):
-        return None
-    return compiled()
+def _sizes(u: torch.Tensor, A2: torch.Tensor) -> tuple[int, ...]:
+    """(batch, length, groups, states, channels per group) of a scan of u (B, L, E) with A2 (G, N, E / G)."""
+    return (*u.shape[:2], *A2.shape)
 
 
 @functools.cache
@@ -159,7 +158,8 @@ def c_compiler() -> str | None:
 
 def library_path(compiler: str) -> Path:
     """Where the library compiled from this source by ``compiler`` is kept."""
-    key = hashlib.sha256("\n".join([SOURCE.read_text(), compiler, *FLAGS, platform.machine()]).encode()).hexdigest()
+    recipe = [SOURCE.read_text(), compiler, *FLAGS, platform.machine()]
+    key = hashlib.sha256("\n".join(recipe).encode()).hexdigest()
     cache = Path(os.environ.get("ZOO_CACHE_DIR") or "~/.cache/zoo").expanduser()
     return cache / "kernels" / f"recurrence-{key[:16]}.so"
 
@@ -182,12 +182,12 @@ def intact(library: Path) -> bool:
 
 
 def _load(library: Path) -> ctypes.CDLL:
-    scan = ctypes.CDLL(str(library))
-    sizes = [ctypes.c_ssize_t] * 5  # ptrdiff_t
+    library = ctypes.CDLL(str(library))
+    sizes = [ctypes.c_ssize_t] * 6  # ptrdiff_t: batch, length, groups, states, channels, chunk
     for suffix in TYPES.values():
-        getattr(scan, f"states_{suffix}").argtypes = [ctypes.c_void_p] * 5 + sizes
-        getattr(scan, f"adjoints_{suffix}").argtypes = [ctypes.c_void_p] * 8 + sizes
-    return scan
+        getattr(library, f"scan_{suffix}").argtypes = [ctypes.c_void_p] * 8 + sizes
+        getattr(library, f"scan_backward_{suffix}").argtypes = [ctypes.c_void_p] * 16 + sizes
+    return library
 
 
 def _compile(compiler: str, library: Path) -> None:

@@ -270,21 +270,20 @@ def chunked_selective_scan(
     its own B and C) -> (y (B, L, E), the last state (B, E, N)).
 
     The CPU's form of what ``mamba_ssm``'s kernel does on a GPU (Gu & Dao, 2023, section 3.3.2): the (B, L, E, N)
-    tensors of decays, inputs and states are made one chunk at a time, used while they are in cache, and thrown
-    away; only the state at each chunk's start is kept, and the backward pass makes each chunk again from it. So
-    the memory is that of the (B, L, E) inputs, not N times more, and every number is read from memory a few
-    times instead of once per round of a parallel scan (benchmarks/scan_speed.py: 3.3× faster than
-    :func:`linear_scan` at L = 1,024, forward and backward on one thread). Within a chunk the recurrence is a loop
-    over its steps (zoo.nn.recurrence: in C where the machine can compile it, with the backward pass's products
-    formed where they are summed; else one PyTorch call a step). The chunk's tensors are laid out (B, T, G, N, E / G),
-    channels last, so every product and every sum over the N states runs along contiguous channels and the sums
-    over channels are matrix products. ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers:
-    64 at batch 1 for one Mamba layer's 256 × 16 states, 2 at batch 32.
+    states are never kept whole; only the state at each chunk's start is, and the backward pass makes each chunk
+    again from it. So the memory is that of the (B, L, E) inputs, not N times more. Where the machine compiles it,
+    zoo.nn.recurrence runs the whole scan in C, one sequence's state in cache (benchmarks/scan_speed.py). Else, in
+    PyTorch, the chunk's tensors of decays, inputs and states are made one chunk at a time, laid out (B, T, G, N,
+    E / G), channels last, so every product and every sum over the N states runs along contiguous channels and
+    the sums over channels are matrix products; within a chunk the recurrence is one PyTorch call a step.
+    ``chunk`` steps, by default as many as make ``CHUNK_ELEMENTS`` numbers: 64 at batch 1 for one Mamba layer's
+    256 × 16 states, 2 at batch 32. Both forms save a state per chunk and are charged the same FLOPs.
     """
     B, C = in_groups(B), in_groups(C)
     if chunk is None:
         chunk = max(1, CHUNK_ELEMENTS // u.shape[0] // A.numel())
-    return _ChunkedSelectiveScan.apply(u, delta, A, B, C, chunk)
+    form = _FusedSelectiveScan if recurrence.available_for(u, delta, A, B, C) else _ChunkedSelectiveScan
+    return form.apply(u, delta, A, B, C, chunk)
 
 
 def grouped(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -293,12 +292,54 @@ def grouped(t: torch.Tensor, groups: int) -> torch.Tensor:
     return t.unflatten(2, (groups, -1)).unsqueeze(3)
 
 
-class _ChunkedSelectiveScan(torch.autograd.Function):
+def by_group(A: torch.Tensor, groups: int) -> torch.Tensor:
+    """A (E, N) -> (G, N, E / G), laid out as a chunk is (contiguous: a strided A would lay the decays out
+    N-innermost, and the step loop would run at half speed)."""
+    return A.view(groups, -1, A.shape[1]).transpose(1, 2).contiguous()
+
+
+def last_state(states: torch.Tensor) -> torch.Tensor:
+    """(B, G, N, E / G) -> (B, E, N), as the recurrent form keeps the state."""
+    return states.transpose(2, 3).reshape(states.shape[0], -1, states.shape[2])
+
+
+class _FusedSelectiveScan(torch.autograd.Function):
+    """:func:`chunked_selective_scan` by zoo.nn.recurrence's compiled scan."""
+
     @staticmethod
-    def by_group(A: torch.Tensor, groups: int) -> torch.Tensor:
-        """A (E, N) -> (G, N, E / G), laid out as a chunk is (contiguous: a strided A would lay the decays out
-        N-innermost, and the step loop would run at half speed)."""
-        return A.view(groups, -1, A.shape[1]).transpose(1, 2).contiguous()
+    def forward(ctx, u, delta, A, B, C, chunk: int):
+        (batch, length, _), groups = u.shape, B.shape[2]
+        u, delta, B, C = (t.contiguous() for t in (u, delta, B, C))
+        A2 = by_group(A, groups) * LOG2_E
+        interval = recurrence.interval(A.numel())
+        y = torch.empty_like(u)
+        starts = u.new_empty(batch, -(-length // interval), *A2.shape)
+        last = u.new_empty(batch, *A2.shape)
+        recurrence.scan(u, delta, A2, B, C, y, starts, last, interval, chunk)
+        ctx.interval, ctx.chunk = interval, chunk
+        ctx.save_for_backward(u, delta, A, B, C, starts)
+        return y, last_state(last)
+
+    @staticmethod
+    def backward(ctx, dy, dlast):
+        u, delta, A, B, C, starts = ctx.saved_tensors
+        (batch, length, _), groups, states_n = u.shape, B.shape[2], A.shape[1]
+        A_g = by_group(A, groups)
+        A2 = A_g * LOG2_E
+        dlast = dlast.view(batch, groups, -1, states_n).transpose(2, 3).contiguous()
+        du, ddelta, dB, dC = (torch.empty_like(t) for t in (u, delta, B, C))
+        dA_g = torch.zeros_like(A_g)
+        work = u.new_empty(2, min(ctx.interval, length), *A2.shape)  # the states and decays between two saves
+        g = u.new_empty(A2.shape)  # the adjoint state
+        gradients = du, ddelta, dA_g, dB, dC, work, g
+        recurrence.scan_backward(
+            u, delta, A_g, A2, B, C, starts, dy.contiguous(), dlast, *gradients, ctx.interval, ctx.chunk
+        )
+        return du, ddelta, dA_g.transpose(1, 2).reshape(A.shape), dB, dC, None
+
+
+class _ChunkedSelectiveScan(torch.autograd.Function):
+    """:func:`chunked_selective_scan` in PyTorch, a chunk at a time."""
 
     @staticmethod
     def chunk_states(u, delta, A2, B, start, span: slice) -> tuple[torch.Tensor, torch.Tensor]:
@@ -307,13 +348,33 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         on the CPU (AVX-512), and as accurate here."""
         groups = B.shape[2]
         decay = torch.exp2(grouped(delta[:, span], groups) * A2)
-        return decay, recurrence.states(decay, u[:, span].unflatten(2, (groups, -1)), B[:, span], start)
+        h = u[:, span].unflatten(2, (groups, -1))[:, :, :, None] * B[:, span, :, :, None]  # u_t B_t
+        previous = start
+        for a_t, h_t in zip(decay.unbind(1), h.unbind(1)):
+            previous = h_t.addcmul_(a_t, previous)
+        return decay, h
+
+    @staticmethod
+    def adjoints(decay, h, start, g, delta, A, dA) -> torch.Tensor:
+        """Backwards through a chunk of :meth:`chunk_states`: the adjoint states g_t += decay_{t+1} g_{t+1} in place
+        over g (which holds C_t dy_t, and at the last step also the gradient from after the chunk), then through
+        the decays exp(Δ_t A), with dlog_t = g_t decay_t h_{t-1}: the gradient of Δ_t (B, T, G, C), returned, and
+        of A, added to ``dA`` (G, N, C). decay, h, g (B, T, G, N, C), start (B, G, N, C), delta (B, T, G, C), A
+        (G, N, C)."""
+        later = g[:, -1]
+        for a_next, g_t in zip(decay.unbind(1)[:0:-1], g.unbind(1)[-2::-1]):
+            later = g_t.addcmul_(a_next, later)
+        dlog = g * decay
+        dlog[:, 1:] *= h[:, :-1]
+        dlog[:, 0] *= start
+        dA += (dlog * delta[:, :, :, None]).sum((0, 1))
+        return (dlog * A).sum(3)
 
     @staticmethod
     def forward(ctx, u, delta, A, B, C, chunk: int):
         batch, length, inner = u.shape
         groups, states_n = B.shape[2], A.shape[1]
-        A2 = _ChunkedSelectiveScan.by_group(A, groups) * LOG2_E
+        A2 = by_group(A, groups) * LOG2_E
         starts = u.new_zeros(batch, -(-length // chunk), groups, states_n, inner // groups)  # before each chunk
         y = torch.empty_like(u)
         for index, begin in enumerate(range(0, length, chunk)):
@@ -324,7 +385,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
                 starts[:, index + 1] = states[:, -1]
         ctx.chunk = chunk
         ctx.save_for_backward(u, delta, A, B, C, starts)
-        return y, states[:, -1].transpose(2, 3).reshape(batch, inner, states_n)
+        return y, last_state(states[:, -1])
 
     @staticmethod
     def backward(ctx, dy, dlast):
@@ -333,7 +394,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
         dB_t = g_t u_t, dC_t = h_t dy_t, and through the decay d(Δ_t A) = g_t exp(Δ_t A) h_{t-1}."""
         u, delta, A, B, C, starts = ctx.saved_tensors
         groups, states_n = B.shape[2], A.shape[1]
-        A_g = _ChunkedSelectiveScan.by_group(A, groups)
+        A_g = by_group(A, groups)
         A2 = A_g * LOG2_E
         du, ddelta, dB, dC = (torch.empty_like(t) for t in (u, delta, B, C))
         dA_g = torch.zeros_like(A_g)
@@ -346,7 +407,7 @@ class _ChunkedSelectiveScan(torch.autograd.Function):
             g = dy_t[:, :, :, None] * C[:, span, :, :, None]
             g[:, -1] += after
             delta_t = delta[:, span].unflatten(2, (groups, -1))
-            ddelta[:, span] = recurrence.adjoints(decay, states, start, g, delta_t, A_g, dA_g).flatten(2)
+            ddelta[:, span] = _ChunkedSelectiveScan.adjoints(decay, states, start, g, delta_t, A_g, dA_g).flatten(2)
             after = decay[:, 0] * g[:, 0]
             dC[:, span] = torch.einsum("btgne,btge->btgn", states, dy_t)
             du[:, span] = torch.einsum("btgne,btgn->btge", g, B[:, span]).flatten(2)

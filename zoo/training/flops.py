@@ -18,9 +18,9 @@
   per score forward and one backward, and its backward pass as the math backend's four products (not the scores
   the fused kernels recompute), so the fused and math backends agree to the math backend's few extra element-wise
   passes (scaling, masking: 3 % at a head width of 32).
-- **Mamba's selective scan in C** (:mod:`zoo.nn.recurrence`, called as the operators ``zoo::scan_states`` and
-  ``zoo::scan_adjoints``): what its PyTorch form is counted by the rule above, so the count does not depend on
-  whether the machine compiled the loop.
+- **Mamba's selective scan in C** (:mod:`zoo.nn.recurrence`, called as the operators ``zoo::selective_scan`` and
+  ``zoo::selective_scan_backward``): what its PyTorch form is counted by the rule above, so the count does not
+  depend on whether the machine compiled the scan.
 
 The optimiser's update is not counted (as in the 6N-per-token approximation of Kaplan et al., 2020): a budget is
 the model's forward and backward work.
@@ -114,18 +114,24 @@ def _lstm_layer_backward(input_shape, w_ih_shape, w_hh_shape, *args, out_shape=N
     return 2 * _lstm_layer(input_shape, w_ih_shape, w_hh_shape)
 
 
-def _scan_states(decay_shape, *args, out_shape=None, **kwargs) -> int:
-    """recurrence.states in C: per state element the product u_t B_t and the step decay_t h_{t-1} + it, as its
-    PyTorch form is counted (a product tensor, then one addcmul a step)."""
-    return 2 * math.prod(decay_shape)
+def _scan(u_shape, _delta, a2_shape, *args, out_shape=None, **kwargs) -> int:
+    """recurrence.scan (zoo::selective_scan), as its PyTorch form (zoo.nn.ssm._ChunkedSelectiveScan) is counted:
+    per state element Δ_t A, its exp2, the product u_t B_t, the step decay_t h_{t-1} + it (one addcmul) and the
+    product with C_t (two FLOPs a multiply-add)."""
+    return 6 * math.prod(u_shape[:2]) * math.prod(a2_shape)
 
 
-def _scan_adjoints(decay_shape, _h, _start, _g, delta_shape, a_shape, *args, out_shape=None, **kwargs) -> int:
-    """recurrence.adjoints in C, as its PyTorch form is counted: per state element the products g decay, times
-    h_{t-1}, times delta and times A, and the adjoint step (at every step but the last), then the sums into the
-    gradients of delta and A."""
-    elements, steps = math.prod(decay_shape), decay_shape[1]
-    return 5 * elements - elements // steps + math.prod(delta_shape) + 2 * math.prod(a_shape)
+def _scan_backward(u_shape, _delta, _a, a2_shape, *args, out_shape=None, **kwargs) -> int:
+    """recurrence.scan_backward (zoo::selective_scan_backward), as its PyTorch form is counted: per state element
+    the chunk's states again (4), the adjoint's C_t dy_t (1), its step, the products with the decay, h_{t-1}, Δ and
+    A (5), and the three products for the gradients of u, B and C (6); per channel the sum into Δ's gradient; per
+    chunk the step across its border (2 per state of a step, one of them the adjoint step counted above) and the
+    sums into A's gradient (2 per element of A)."""
+    chunk = args[-1]
+    (batch, length, channels), elements = u_shape, math.prod(a2_shape)
+    chunks = -(-length // chunk)
+    per_state, per_chunk = 16 * batch * length * elements, chunks * (batch + 2) * elements
+    return per_state + per_chunk + batch * length * channels
 
 
 def _shape(value):
@@ -173,8 +179,8 @@ FORMULAS = {
     aten.convolution_backward: on_shapes(_conv_backward_flops),
     aten.mkldnn_rnn_layer: on_shapes(_lstm_layer),
     aten.mkldnn_rnn_layer_backward: on_shapes(_lstm_layer_backward),
-    recurrence.scan_states: on_shapes(_scan_states),
-    recurrence.scan_adjoints: on_shapes(_scan_adjoints),
+    recurrence.SCAN_OPS[0]: on_shapes(_scan),
+    recurrence.SCAN_OPS[1]: on_shapes(_scan_backward),
 }
 
 #: Operations that only move, copy, index, reshape or create values (views aside): no arithmetic, no FLOPs.
