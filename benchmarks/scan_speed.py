@@ -12,8 +12,8 @@
   encoder plugins at their recipes' width (d_model 128, 2 layers; bidirectional state-space encoders; the
   Transformer's 4 heads, feed-forward 512, scaled dot-product attention) on one sequence of ``--length`` tokens,
   with 1 and 2 threads. A bidirectional Mamba block runs its two directions in one scan (``Mamba.together``).
-  Mamba twice: with the chunked scan's chunks in C (zoo.nn.recurrence, where this machine compiles it) and in
-  PyTorch (``ZOO_CPU_KERNELS=off``). The scan rows' chunked form is the C one where it compiles.
+  Mamba twice: with the scan in C (zoo.nn.recurrence, where this machine compiles it) and in PyTorch
+  (``ZOO_CPU_KERNELS=off``). The scan rows' chunked form is the C one where it compiles.
 
 Contestants take turns within each round and the median over rounds is printed, so load from other processes
 hits all of them alike. The script checks that what it compares computes the same result.
@@ -130,7 +130,7 @@ def training_rows(length: int, rounds: int) -> list[str]:
     compiled = recurrence.compiled
 
     def step(encoder, scan=compiled):
-        """One training step, the scan's chunks by ``scan`` (recurrence.compiled: C where it compiles)."""
+        """One training step, the scan by ``scan`` (recurrence.compiled: C where it compiles)."""
 
         def run() -> None:
             recurrence.compiled = scan
@@ -174,7 +174,7 @@ def main() -> None:
     print(f"\ntraining: encoder forward + backward over one sequence of {args.length:,} tokens, tokens/s")
     print("(parameters: " + ", ".join(f"{name} {n:,}" for name, n in params.items()) + ")")
     form = "C" if recurrence.compiled() else "PyTorch: no C compiler here"
-    print(f"(mamba: the scan's chunks in {form}; {PYTORCH_SCAN}: ZOO_CPU_KERNELS=off)")
+    print(f"(mamba: the scan in {form}; {PYTORCH_SCAN}: ZOO_CPU_KERNELS=off)")
     print("| threads | " + " | ".join([*ENCODERS, PYTORCH_SCAN]) + " | mamba / transformer |")
     print("|---" * (len(ENCODERS) + 3) + "|")
     print("\n".join(rows))
