@@ -20,73 +20,64 @@
 #include <stdint.h>
 #include <string.h>
 
-/* 2^x for the decays, in a form the compiler vectorises (a call to the C library's exp2 it cannot): x = k + f,
-   k = round(x), |f| <= 1/2, 2^x = 2^k · e^(f ln 2). The rounding is the float's own (adding 1.5 · 2^m, m the
-   mantissa's bits, leaves k in the sum's low bits, which shifted into the exponent field give 2^k) and e^(f ln 2)
-   is its Taylor series, to the 13th power in double (the first term left out below 5e-18) and the 7th in float
-   (below 6e-9): within one unit in the last place of torch's exp2 (tests/unit/test_recurrence.py). x is clamped
-   to the normal range: a decay of 2^-1022 (2^-126 in float) stands for anything smaller. */
-static inline double exp2_f64(double x) {
-    x = x < -1022.0 ? -1022.0 : (x > 1023.0 ? 1023.0 : x);
-    double shifted = x + 0x1.8p52, k = shifted - 0x1.8p52, f = (x - k) * 0x1.62e42fefa39efp-1; /* f ln 2 */
-    double p = 1.0 / 6227020800.0;
-    p = p * f + 1.0 / 479001600.0;
-    p = p * f + 1.0 / 39916800.0;
-    p = p * f + 1.0 / 3628800.0;
-    p = p * f + 1.0 / 362880.0;
-    p = p * f + 1.0 / 40320.0;
-    p = p * f + 1.0 / 5040.0;
-    p = p * f + 1.0 / 720.0;
-    p = p * f + 1.0 / 120.0;
-    p = p * f + 1.0 / 24.0;
-    p = p * f + 1.0 / 6.0;
-    p = p * f + 0.5;
-    p = p * f + 1.0;
-    p = p * f + 1.0;
-    uint64_t bits, scale_bits;
-    double scale;
-    memcpy(&bits, &shifted, sizeof bits);
-    scale_bits = (bits + 1023) << 52;
-    memcpy(&scale, &scale_bits, sizeof scale);
-    return p * scale;
-}
+/* 1/n!, the Taylor coefficients of e^x, to the 13th power (exp2 below takes as many as its type needs). */
+static const double INVERSE_FACTORIALS[] = {
+    1.0,          1.0,           1.0 / 2.0,       1.0 / 6.0,        1.0 / 24.0,        1.0 / 120.0,       1.0 / 720.0,
+    1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362880.0,  1.0 / 3628800.0,  1.0 / 39916800.0,  1.0 / 479001600.0,
+    1.0 / 6227020800.0,
+};
 
-static inline float exp2_f32(float x) {
-    x = x < -126.0f ? -126.0f : (x > 127.0f ? 127.0f : x);
-    float shifted = x + 0x1.8p23f, k = shifted - 0x1.8p23f, f = (x - k) * 0x1.62e430p-1f;
-    float p = 1.0f / 5040.0f;
-    p = p * f + 1.0f / 720.0f;
-    p = p * f + 1.0f / 120.0f;
-    p = p * f + 1.0f / 24.0f;
-    p = p * f + 1.0f / 6.0f;
-    p = p * f + 0.5f;
-    p = p * f + 1.0f;
-    p = p * f + 1.0f;
-    uint32_t bits, scale_bits;
-    float scale;
-    memcpy(&bits, &shifted, sizeof bits);
-    scale_bits = (bits + 127) << 23;
-    memcpy(&scale, &scale_bits, sizeof scale);
-    return p * scale;
-}
-
+/* Per type: its unsigned integer of the same width, the mantissa's bits, the exponent's bias and the Taylor
+   terms exp2 takes. */
 #define SCALAR float
-#define EXP2 exp2_f32
+#define UINT uint32_t
+#define MANTISSA 23
+#define BIAS 127
+#define TERMS 7
 #define NAME(function) function##_f32
 #include __FILE__
 #undef SCALAR
-#undef EXP2
+#undef UINT
+#undef MANTISSA
+#undef BIAS
+#undef TERMS
 #undef NAME
 
 #define SCALAR double
-#define EXP2 exp2_f64
+#define UINT uint64_t
+#define MANTISSA 52
+#define BIAS 1023
+#define TERMS 13
 #define NAME(function) function##_f64
 #include __FILE__
 #undef SCALAR
-#undef EXP2
+#undef UINT
+#undef MANTISSA
+#undef BIAS
+#undef TERMS
 #undef NAME
 
 #else
+
+/* 2^x for the decays, in a form the compiler vectorises (a call to the C library's exp2 it cannot): x = k + f,
+   k = round(x), |f| <= 1/2, 2^x = 2^k · e^(f ln 2). The rounding is the float's own (adding 1.5 · 2^MANTISSA
+   leaves k in the sum's low bits, which shifted into the exponent field give 2^k) and e^(f ln 2) is its Taylor
+   series, to the 13th power in double (the first term left out below 5e-18) and the 7th in float (below 6e-9):
+   within one unit in the last place of torch's exp2 (tests/unit/test_recurrence.py). x is clamped to the normal
+   range: a decay of 2^-1022 (2^-126 in float) stands for anything smaller. */
+static inline SCALAR NAME(exp2)(SCALAR x) {
+    const SCALAR lowest = 1 - BIAS, highest = BIAS, shifter = (SCALAR)1.5 * (SCALAR)((UINT)1 << MANTISSA);
+    x = x < lowest ? lowest : (x > highest ? highest : x);
+    SCALAR shifted = x + shifter, k = shifted - shifter, f = (x - k) * (SCALAR)0x1.62e42fefa39efp-1; /* f ln 2 */
+    SCALAR p = (SCALAR)INVERSE_FACTORIALS[TERMS];
+    for (int n = TERMS - 1; n >= 0; n--) p = p * f + (SCALAR)INVERSE_FACTORIALS[n];
+    UINT bits;
+    SCALAR scale;
+    memcpy(&bits, &shifted, sizeof bits);
+    bits = (bits + BIAS) << MANTISSA;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
 
 /* One step of one sequence: h = 2^(Δ_t A2) h + u_t B_t, then y_t = sum_n C_t h (A2 = A log2 e). Where ``decays``
    is given, the step's decays are kept there (G, N, C). */
@@ -103,10 +94,10 @@ static void NAME(step)(const SCALAR *restrict u, const SCALAR *restrict delta, c
             SCALAR b = maps_b[k * n_states + n], c_n = maps_c[k * n_states + n];
             SCALAR *h_n = h + at;
             const SCALAR *a_n = A2 + at;
-            if (decays) {
+            if (decays) {  /* two loops: a conditional store in one made the vectorised loop twice as slow */
                 SCALAR *decay = decays + at;
 #pragma omp simd
-                for (ptrdiff_t c = 0; c < channels; c++) decay[c] = EXP2(delta_k[c] * a_n[c]);
+                for (ptrdiff_t c = 0; c < channels; c++) decay[c] = NAME(exp2)(delta_k[c] * a_n[c]);
                 for (ptrdiff_t c = 0; c < channels; c++) {
                     h_n[c] = decay[c] * h_n[c] + u_k[c] * b;
                     y_k[c] += c_n * h_n[c];
@@ -114,7 +105,7 @@ static void NAME(step)(const SCALAR *restrict u, const SCALAR *restrict delta, c
             } else {
 #pragma omp simd
                 for (ptrdiff_t c = 0; c < channels; c++) {
-                    h_n[c] = EXP2(delta_k[c] * a_n[c]) * h_n[c] + u_k[c] * b;
+                    h_n[c] = NAME(exp2)(delta_k[c] * a_n[c]) * h_n[c] + u_k[c] * b;
                     y_k[c] += c_n * h_n[c];
                 }
             }
@@ -122,19 +113,19 @@ static void NAME(step)(const SCALAR *restrict u, const SCALAR *restrict delta, c
     }
 }
 
-/* The scan from h = 0: y (B, L, G, C), the state before each chunk of ``chunk`` steps into starts (B, K, G, N, C)
-   and the last state into last (B, G, N, C). */
+/* The scan from h = 0: y (B, L, G, C), the state every ``interval`` steps into starts (B, K, G, N, C) and the
+   last state into last (B, G, N, C). */
 void NAME(scan)(const SCALAR *restrict u, const SCALAR *restrict delta, const SCALAR *restrict A2,
                 const SCALAR *restrict maps_b, const SCALAR *restrict maps_c, SCALAR *restrict y,
                 SCALAR *restrict starts, SCALAR *restrict last, ptrdiff_t batch, ptrdiff_t length, ptrdiff_t groups,
-                ptrdiff_t n_states, ptrdiff_t channels, ptrdiff_t chunk) {
+                ptrdiff_t n_states, ptrdiff_t channels, ptrdiff_t interval) {
     ptrdiff_t lanes = groups * n_states * channels, width = groups * channels, maps = groups * n_states;
-    ptrdiff_t chunks = (length + chunk - 1) / chunk;
+    ptrdiff_t saves = (length + interval - 1) / interval;
     for (ptrdiff_t b = 0; b < batch; b++) {
         SCALAR *h = last + b * lanes;
         memset(h, 0, lanes * sizeof(SCALAR));
         for (ptrdiff_t t = 0; t < length; t++) {
-            if (t % chunk == 0) memcpy(starts + (b * chunks + t / chunk) * lanes, h, lanes * sizeof(SCALAR));
+            if (t % interval == 0) memcpy(starts + (b * saves + t / interval) * lanes, h, lanes * sizeof(SCALAR));
             ptrdiff_t step = b * length + t;
             NAME(step)(u + step * width, delta + step * width, A2, maps_b + step * maps, maps_c + step * maps, h,
                        y + step * width, NULL, groups, n_states, channels);
@@ -142,27 +133,27 @@ void NAME(scan)(const SCALAR *restrict u, const SCALAR *restrict delta, const SC
     }
 }
 
-/* Backwards through the scan, a chunk at a time from its saved start: the adjoint g_t = C_t dy_t + decay_{t+1}
-   g_{t+1} (from g = the last state's gradient), and with it du_t = sum_n g_t B_t, dB_t = sum_c g_t u_t, dC_t =
-   sum_c h_t dy_t and, through the decay with dlog = g_t decay_t h_{t-1}, dΔ_t = sum_n dlog A (written) and dA +=
-   dlog Δ_t (added to). ``work`` holds a chunk's states and decays (2 × min(chunk, length) × G × N × C), ``g`` one
-   adjoint state (G × N × C). The recomputed chunk's outputs y_t are not needed: they are written into du, which
-   each step's backward pass then overwrites. */
+/* Backwards through the scan, a chunk of ``interval`` steps at a time from its saved start: the adjoint g_t =
+   C_t dy_t + decay_{t+1} g_{t+1} (from g = the last state's gradient), and with it du_t = sum_n g_t B_t, dB_t =
+   sum_c g_t u_t, dC_t = sum_c h_t dy_t and, through the decay with dlog = g_t decay_t h_{t-1}, dΔ_t = sum_n dlog A
+   (written) and dA += dlog Δ_t (added to). ``work`` holds a chunk's states and decays (2 × min(interval, length) ×
+   G × N × C), ``g`` one adjoint state (G × N × C). The recomputed chunk's outputs y_t are not needed: they are
+   written into du, which each step's backward pass then overwrites. */
 void NAME(scan_backward)(const SCALAR *restrict u, const SCALAR *restrict delta, const SCALAR *restrict A,
                          const SCALAR *restrict A2, const SCALAR *restrict maps_b, const SCALAR *restrict maps_c,
                          const SCALAR *restrict starts, const SCALAR *restrict dy, const SCALAR *restrict dlast,
                          SCALAR *restrict du, SCALAR *restrict ddelta, SCALAR *restrict dA, SCALAR *restrict dB,
                          SCALAR *restrict dC, SCALAR *restrict work, SCALAR *restrict g, ptrdiff_t batch,
                          ptrdiff_t length, ptrdiff_t groups, ptrdiff_t n_states, ptrdiff_t channels,
-                         ptrdiff_t chunk) {
+                         ptrdiff_t interval) {
     ptrdiff_t lanes = groups * n_states * channels, width = groups * channels, maps = groups * n_states;
-    ptrdiff_t chunks = (length + chunk - 1) / chunk;
-    SCALAR *states = work, *decays = work + (length < chunk ? length : chunk) * lanes;
+    ptrdiff_t saves = (length + interval - 1) / interval;
+    SCALAR *states = work, *decays = work + (length < interval ? length : interval) * lanes;
     for (ptrdiff_t b = 0; b < batch; b++) {
         memcpy(g, dlast + b * lanes, lanes * sizeof(SCALAR));
-        for (ptrdiff_t index = chunks - 1; index >= 0; index--) {
-            const SCALAR *start = starts + (b * chunks + index) * lanes;
-            ptrdiff_t first = index * chunk, steps = length - first < chunk ? length - first : chunk;
+        for (ptrdiff_t index = saves - 1; index >= 0; index--) {
+            const SCALAR *start = starts + (b * saves + index) * lanes;
+            ptrdiff_t first = index * interval, steps = length - first < interval ? length - first : interval;
             for (ptrdiff_t j = 0; j < steps; j++) {  /* the chunk's states and decays again, from its start */
                 ptrdiff_t step = b * length + first + j;
                 SCALAR *h = states + j * lanes;

@@ -183,7 +183,7 @@ def intact(library: Path) -> bool:
 
 def _load(library: Path) -> ctypes.CDLL:
     library = ctypes.CDLL(str(library))
-    sizes = [ctypes.c_ssize_t] * 6  # ptrdiff_t: batch, length, groups, states, channels, chunk
+    sizes = [ctypes.c_ssize_t] * 6  # ptrdiff_t: batch, length, groups, states, channels, interval
     for suffix in TYPES.values():
         getattr(library, f"scan_{suffix}").argtypes = [ctypes.c_void_p] * 8 + sizes
         getattr(library, f"scan_backward_{suffix}").argtypes = [ctypes.c_void_p] * 16 + sizes
