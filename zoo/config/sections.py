@@ -142,6 +142,10 @@ class TrainerConfig:
     budget_minutes: float | None = None
     # With a budget: validate at this many equal fractions of it (the same grid for every model).
     budget_validations: int = 8
+    # Training batches counted exactly before training (forward and backward, one per batch shape, spread over the
+    # first epoch's shapes) to fit the cost model that charges every batch (zoo.training.compute). Fewer start a
+    # run sooner (counting a batch takes a few times as long as training on it) and charge its batches less exactly.
+    counted_batches: int = 16
 
     def __post_init__(self) -> None:
         if self.max_steps == -1:
@@ -173,6 +177,7 @@ class TrainerConfig:
                 "in FLOPs or in minutes, not both (null turns one off)"
             )
         at_least(self, "budget_validations", 1)
+        at_least(self, "counted_batches", 1)
         if self.average_last and self.average_best:
             raise ConfigError(
                 f"average_best={self.average_best} with average_last={self.average_last}: average the weights of the "

@@ -35,9 +35,9 @@ log = logging.getLogger("zoo.run")
 
 #: How the record's FLOPs were counted, as ``summary.json`` says it (zoo.training.compute, zoo.training.flops).
 FLOPS_METHOD = (
-    "every training batch charged from its shape by a cost model fitted to 16 batches counted exactly before "
-    "training (forward and backward: products, attention, FFTs and the C scan by formula, element-wise work one FLOP "
-    "per output element; compute.json in the run folder)"
+    "every training batch charged from its shape by a cost model fitted to batches counted exactly before training "
+    "(at most trainer.counted_batches, one per batch shape; forward and backward: products, attention, FFTs and the "
+    "C scan by formula, element-wise work one FLOP per output element; compute.json in the run folder lists them)"
 )
 
 

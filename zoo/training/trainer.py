@@ -53,6 +53,7 @@ ZOO_TRAINER_FIELDS = (
     "budget_flops",
     "budget_minutes",
     "budget_validations",
+    "counted_batches",
 )
 
 
@@ -150,7 +151,7 @@ def compute_layout(
     if saved is not None:
         cost, layout = read_layout(saved)
     else:
-        cost = fit_run_cost(module, data)
+        cost = fit_run_cost(module, data, trainer_cfg.counted_batches)
         layout = budget_layout(trainer_cfg, cost, data) if trainer_cfg.budget_flops is not None else None
     if layout is None and trainer_cfg.budget_minutes is not None:
         layout = minutes_layout(trainer_cfg, module, data.train_dataloader())
