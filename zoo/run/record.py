@@ -37,7 +37,8 @@ log = logging.getLogger("zoo.run")
 FLOPS_METHOD = (
     "every training batch charged from its shape by a cost model fitted to batches counted exactly before training "
     "(at most trainer.counted_batches, one per batch shape; forward and backward: products, attention, FFTs and the "
-    "C scan by formula, element-wise work one FLOP per output element; compute.json in the run folder lists them)"
+    "C scan by formula, element-wise work one FLOP per output element; compute.json in the run folder lists them); "
+    "flops: the training the model received; flops_spent adds the steps a resume from an older checkpoint trained again"
 )
 
 
@@ -213,16 +214,21 @@ class RunRecord(Callback):
 
 
 def totals(segments: list[dict]) -> dict:
-    """The run's cost over all its segments: training seconds, FLOPs and processor-seconds add up (a segment
-    recorded before they were counted adds none), peak memory is the largest peak."""
+    """The run's cost over all its segments: training seconds, spent FLOPs and processor-seconds add up (a segment
+    recorded before they were counted adds none), peak memory is the largest peak. ``flops`` is the training the
+    model received, the last segment's ``trained_flops``: less than the FLOPs spent where a run resumed from a
+    checkpoint older than where it stopped and trained those steps again (its segments overlap). Where that is
+    unknown (a segment resumed a checkpoint written before it was kept), it is the FLOPs spent."""
     if not segments:
         return {}
+    spent = sum(s.get("flops", 0) for s in segments)
     return {
         "segments": segments,
         "train_seconds": round(sum(s["train_seconds"] for s in segments), 2),
         "peak_memory_mb": max(s["peak_memory_mb"] for s in segments),
         "compute": {
-            "flops": sum(s.get("flops", 0) for s in segments),
+            "flops": segments[-1].get("trained_flops", spent),
+            "flops_spent": spent,
             "processor_seconds": round(sum(s.get("processor_seconds", 0.0) for s in segments), 2),
             "flops_method": FLOPS_METHOD,
         },

@@ -48,6 +48,14 @@ def write_outputs(
     (run_dir / SAMPLES_FILE).write_text("".join(blocks))
 
 
+def again(compute: dict) -> str:
+    """What a resume from an older checkpoint spent training steps again, beside the training the model received."""
+    spent = compute.get("flops_spent", compute["flops"])
+    if spent <= compute["flops"]:
+        return ""
+    return f" ({spent / 1e12:,.2f} TFLOPs spent: steps trained again after a resume)"
+
+
 def print_result(summary: dict, run_dir: Path) -> None:
     """The result table a user sees at the end of ``zoo train``."""
     components = summary["components"]
@@ -80,7 +88,8 @@ def print_result(summary: dict, run_dir: Path) -> None:
             [
                 (
                     "train compute",
-                    f"{compute['flops'] / 1e12:,.2f} TFLOPs, {compute['processor_seconds']:,.0f} processor-s",
+                    f"{compute['flops'] / 1e12:,.2f} TFLOPs, {compute['processor_seconds']:,.0f} processor-s"
+                    + again(compute),
                 )
             ]
             if (compute := summary.get("compute"))

@@ -154,17 +154,34 @@ def read_compute_file(run_dir: Path) -> dict | None:
 class ComputeMeter(Callback):
     """Charges every training batch of this process its FLOPs by the run's :class:`CostModel`, and measures
     processor-seconds since its segment started (the run record adds up the segments, :mod:`zoo.run.record`);
-    under DDP every process does the same work, so the run's FLOPs are one process's times the processes."""
+    under DDP every process does the same work, so the run's FLOPs are one process's times the processes.
+
+    A run resumed from a checkpoint older than where it stopped trains those steps again: the machine spends their
+    FLOPs twice, but the model is trained on them once. So every checkpoint also keeps the FLOPs of the training
+    that led to it, and a segment says both: ``flops`` (this segment's work) and ``trained_flops`` (the model's
+    training so far, from its first step; absent where the segment resumed a checkpoint written before it was kept).
+    """
 
     def __init__(self, cost: CostModel) -> None:
         self.cost = cost
         self.flops = 0.0
+        self.before: float | None = 0.0  # the trained FLOPs of the checkpoint this segment resumed (None: unknown)
+        self._loaded = False
         self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
         self._processes = 1
         self._gpu = False
 
-    def on_fit_start(self, trainer, module) -> None:
+    def state_dict(self) -> dict:
+        return {"trained_flops": self.trained()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.before = state.get("trained_flops")
+        self._loaded = True
+
+    def on_fit_start(self, trainer, module) -> None:  # after a resumed checkpoint's state was loaded
         self.flops = 0.0
+        if trainer.ckpt_path is not None and not self._loaded:
+            self.before = None
         self._started = (time.process_time(), time.perf_counter())
         self._processes = trainer.world_size
         self._gpu = trainer.strategy.root_device.type == "cuda"
@@ -172,13 +189,22 @@ class ComputeMeter(Callback):
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         self.flops += self.cost.flops(BatchShape.of(batch))
 
+    def trained(self) -> float | None:
+        """The FLOPs of the model's training up to now, over every segment that led to it."""
+        return None if self.before is None else self.before + self.flops * self._processes
+
     def segment(self) -> dict:
         """This segment's compute so far, as the run record keeps it."""
         if self._started is None:
             return {}
         cpu, wall = self._started
         seconds = (time.perf_counter() - wall) * self._processes if self._gpu else time.process_time() - cpu
-        return {"flops": round(self.flops * self._processes), "processor_seconds": round(seconds, 2)}
+        trained = self.trained()
+        return {
+            "flops": round(self.flops * self._processes),
+            **({"trained_flops": round(trained)} if trained is not None else {}),
+            "processor_seconds": round(seconds, 2),
+        }
 
 
 def uses_gpu(trainer_cfg) -> bool:
