@@ -18,6 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import TINY, ForkedZoo, fork_zoo
+from helpers.config import composed
+from omegaconf import OmegaConf
+
+from zoo.run.resume import ResumeRefused, check_resume_config
 
 pytestmark = pytest.mark.slow
 
@@ -186,6 +190,17 @@ def finished_run(trained_run, tmp_path) -> Path:
     copy = tmp_path / "finished"
     shutil.copytree(trained_run, copy)
     return copy
+
+
+def test_a_run_made_before_a_setting_was_added_resumes_at_the_value_it_had(finished_run):
+    """``trainer.counted_batches`` came after runs were recorded with 16 batches counted: such a run's config.yaml
+    has no such key, and it resumes where the setting is 16 (what it counted), not at another value."""
+    saved = OmegaConf.load(finished_run / "config.yaml")
+    del saved.trainer["counted_batches"]
+    OmegaConf.save(saved, finished_run / "config.yaml")
+    check_resume_config(finished_run, composed(*TINY, "trainer.counted_batches=16"))
+    with pytest.raises(ResumeRefused, match="trainer.counted_batches=4: the run has trainer.counted_batches=16"):
+        check_resume_config(finished_run, composed(*TINY, "trainer.counted_batches=4"))
 
 
 def test_an_incompatible_override_is_refused_naming_the_key_and_changes_nothing(finished_run, tmp_path):

@@ -48,6 +48,7 @@ ADDED_SETTINGS = {
     "trainer.num_nodes": 1,
     "trainer.average_last": 0,
     "trainer.average_best": 0,
+    "trainer.counted_batches": 16,  # the number counted before it was a setting (a resumed run reads compute.json)
     "init_from": None,
     **{f"scst.{setting.name}": setting.default for setting in dataclasses.fields(ScstConfig)},
 }
