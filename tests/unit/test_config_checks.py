@@ -322,3 +322,17 @@ def test_an_experiment_a_recipe_builds_on_through_another_recipe_is_not_named_tw
         with pytest.raises(ConfigError, match=f"model={model} builds on experiment=multi30k already"):
             check_presets_not_repeated([f"model={model}", "experiment=multi30k"])
     check_presets_not_repeated(["model=gla", "experiment=multi30k"])  # a recipe of the built-in data: allowed
+
+
+def test_an_override_that_fits_only_a_swept_value_is_refused_before_the_sweep():
+    """Hydra composes a sweep once without its swept values: ``decoder.prefix`` beside ``decoder=s4d,mamba`` would land
+    on the preset's rnn decoder there and fail in Hydra's words, although each job composes. One line instead."""
+    from zoo.cli.train_checks import check_composition
+    from zoo.config.overrides import CompositionError
+
+    preset = ["-m", "experiment=compare_captioning_families", "attention=scaled_dot"]
+    with pytest.raises(CompositionError, match=r"first composed without its swept values \(decoder\).*one value a"):
+        check_composition([*preset, "decoder=s4d,mamba", "decoder.prefix=none", "decoder.cross_every=1"])
+    check_composition(
+        [*preset, "decoder=mamba", "decoder.prefix=none", "decoder.cross_every=1", "seed=1,2"]
+    )  # one decoder a sweep composes
