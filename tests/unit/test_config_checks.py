@@ -331,8 +331,9 @@ def test_an_override_that_fits_only_a_swept_value_is_refused_before_the_sweep():
     from zoo.config.overrides import CompositionError
 
     preset = ["-m", "experiment=compare_captioning_families", "attention=scaled_dot"]
-    with pytest.raises(CompositionError, match=r"first composed without its swept values \(decoder\).*one value a"):
-        check_composition([*preset, "decoder=s4d,mamba", "decoder.prefix=none", "decoder.cross_every=1"])
+    swept_first = r"first composed without its swept values \(seed, decoder\).*sweep decoder one value a command"
+    with pytest.raises(CompositionError, match=swept_first):  # names the swept group the others need, not the seed
+        check_composition([*preset, "seed=1,2", "decoder=s4d,mamba", "decoder.prefix=none", "decoder.cross_every=1"])
     check_composition(
         [*preset, "decoder=mamba", "decoder.prefix=none", "decoder.cross_every=1", "seed=1,2"]
     )  # one decoder a sweep composes

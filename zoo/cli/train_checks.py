@@ -159,21 +159,32 @@ def check_composition(overrides: list[str]) -> None:
     for k, choices in enumerate(settings):
         for setting in choices[1:]:
             check_job([*first[:k], setting, *first[k + 1 :]], checks)
-    swept = [o.get_key_element() for o in parsed if o.is_sweep_override()]
+    swept = [setting for o, setting in zip(parsed, first) if o.is_sweep_override()]
     if is_multirun(overrides) and swept:
         check_sweep_base([o.input_line for o in parsed if not o.is_sweep_override()], swept)
 
 
+def composes(overrides: list[str]) -> bool:
+    try:
+        compose_config(overrides, hydra=True)
+    except CompositionError:
+        return False
+    return True
+
+
 def check_sweep_base(plain: list[str], swept: list[str]) -> None:
-    """Hydra composes a sweep once with none of its swept values before its first job, so an override that fits only
-    a swept value (``decoder.prefix=none`` beside ``decoder=s4d,mamba``: set on the preset's decoder, which has no
-    such field) fails there in Hydra's words although every job composes. Refused here in one line."""
+    """Hydra composes a sweep once with none of its swept values (``swept``: each at its first value here) before
+    its first job, so an override that fits only a swept value (``decoder.prefix=none`` beside
+    ``decoder=s4d,mamba``: set on the preset's decoder, which has no such field) fails there in Hydra's words
+    although every job composes. Refused here in one line, naming the swept settings that the others need."""
     try:
         compose_config(plain, hydra=True)
     except CompositionError as error:
+        keys = [setting.split("=", 1)[0] for setting in swept]
+        needed = [key for key, setting in zip(keys, swept) if composes([*plain, setting])] or keys
         raise CompositionError(
-            f"{error}; a sweep is first composed without its swept values ({', '.join(swept)}), and every other "
-            f"override must fit that config too: sweep {swept[0]} one value a command instead"
+            f"{error}; a sweep is first composed without its swept values ({', '.join(keys)}), and every other "
+            f"override must fit that config too: sweep {' and '.join(needed)} one value a command instead"
         ) from None
 
 

@@ -48,7 +48,7 @@ def write_outputs(
     (run_dir / SAMPLES_FILE).write_text("".join(blocks))
 
 
-def again(compute: dict) -> str:
+def spent_again(compute: dict) -> str:
     """What a resume from an older checkpoint spent training steps again, beside the training the model received."""
     spent = compute.get("flops_spent", compute["flops"])
     if spent <= compute["flops"]:
@@ -89,7 +89,7 @@ def print_result(summary: dict, run_dir: Path) -> None:
                 (
                     "train compute",
                     f"{compute['flops'] / 1e12:,.2f} TFLOPs, {compute['processor_seconds']:,.0f} processor-s"
-                    + again(compute),
+                    + spent_again(compute),
                 )
             ]
             if (compute := summary.get("compute"))

@@ -165,8 +165,7 @@ class ComputeMeter(Callback):
     def __init__(self, cost: CostModel) -> None:
         self.cost = cost
         self.flops = 0.0
-        self.before: float | None = 0.0  # the trained FLOPs of the checkpoint this segment resumed (None: unknown)
-        self._loaded = False
+        self.before: float | None = None  # the trained FLOPs before this segment (None: a checkpoint that kept none)
         self._started: tuple[float, float] | None = None  # (process time, wall time) at the segment's start
         self._processes = 1
         self._gpu = False
@@ -174,14 +173,13 @@ class ComputeMeter(Callback):
     def state_dict(self) -> dict:
         return {"trained_flops": self.trained()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict) -> None:  # a resumed checkpoint's, unless it was written before this
         self.before = state.get("trained_flops")
-        self._loaded = True
 
-    def on_fit_start(self, trainer, module) -> None:  # after a resumed checkpoint's state was loaded
+    def on_fit_start(self, trainer, module) -> None:
         self.flops = 0.0
-        if trainer.ckpt_path is not None and not self._loaded:
-            self.before = None
+        if trainer.ckpt_path is None:  # a new run: nothing trained before it
+            self.before = 0.0
         self._started = (time.process_time(), time.perf_counter())
         self._processes = trainer.world_size
         self._gpu = trainer.strategy.root_device.type == "cuda"
