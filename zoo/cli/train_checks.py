@@ -161,7 +161,12 @@ def check_composition(overrides: list[str]) -> None:
             check_job([*first[:k], setting, *first[k + 1 :]], checks)
     swept = [setting for o, setting in zip(parsed, first) if o.is_sweep_override()]
     if is_multirun(overrides) and swept:
-        check_sweep_base([o.input_line for o in parsed if not o.is_sweep_override()], swept)
+        plain = [o.input_line for o in parsed if not o.is_sweep_override()]
+        if is_search(overrides):  # a search gives Hydra its ranges as ++search.space.KEY, which fit any config
+            from zoo.search.space import ranges_added
+
+            plain = ranges_added(plain)
+        check_sweep_base(plain, swept)
 
 
 def composes(overrides: list[str]) -> bool:
