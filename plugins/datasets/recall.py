@@ -8,7 +8,8 @@ compared with attention:
   in which every key is asked once. Pair ``i``'s query stands ``2 g`` positions after the pairs, the gap ``g``
   drawn without replacement with probability proportional to ``(g + 1) ** (gap_exponent - 1)`` (Zoology's power
   law: most queries come soon, a few late). The filler is drawn uniformly from every key and value, so a
-  filler token may look like a query; only the queries are scored. The reference tags every position, ``_``
+  filler token may look like a query; only the queries are scored (``filler=constant``: the token ``.``
+  instead, as in Zoology's figure 2, ``random_non_queries=False``). The reference tags every position, ``_``
   (unscored) except at the queries, which carry their value (``task=tagging``)::
 
       k3 v7 k12 v0 k5 v2 k12 v9 k5 k3 v0 ...  ->  _ _ _ _ _ _ v0 _ v2 v7 _ ...
@@ -66,6 +67,13 @@ class Mode(Choice):
     selective_copying = "selective_copying"
 
 
+class Filler(Choice):
+    """What stands between multi_query's pairs and queries: Zoology's ``random_non_queries`` on or off."""
+
+    random = "random"  # keys and values drawn uniformly: a filler token may look like a query
+    constant = "constant"  # the filler token ``.`` (Zoology's figure 2: ``random_non_queries=False``)
+
+
 @register("dataset", "recall")
 class RecallDataset(Dataset):
     """Associative recall (Arora et al., 2023) or selective copying (Gu & Dao, 2023): tokens in, recalled tokens out.
@@ -90,9 +98,11 @@ class RecallDataset(Dataset):
         key_vocab: int = 1024  # multi_query: the keys a sequence's distinct keys are drawn from (Zoology: 4096)
         value_vocab: int = 1024  # multi_query: the values, apart from the keys; distinct within a sequence
         gap_exponent: float = 0.01  # multi_query: a query's gap g has probability ~ (g + 1)^(a - 1) (Zoology: 0.01)
+        filler: Filler = Filler.random  # multi_query: random keys and values between the queries, or the token "."
 
         def __post_init__(self) -> None:
             one_of(self, "mode", Mode)
+            one_of(self, "filler", Filler)
             for size in ("train_size", "val_size", "test_size"):
                 at_least(self, size, 1)
             at_least(self, "pairs", 1)
@@ -151,7 +161,9 @@ class RecallDataset(Dataset):
         gaps = rng.permuted(chosen, axis=1)  # (N, P): pair i is asked at gap i, the pairs in random order
         key_names, value_names = _names("k", cfg.key_vocab), _names("v", cfg.value_vocab)
         every_token = np.concatenate([key_names, value_names])
-        sources = every_token[rng.integers(0, len(every_token), (size, cfg.length))]  # random filler
+        sources = every_token[rng.integers(0, len(every_token), (size, cfg.length))]  # drawn either way: same stream
+        if cfg.filler == Filler.constant:
+            sources[:] = FILLER
         sources[:, 0:context:2], sources[:, 1:context:2] = key_names[keys], value_names[values]
         queries = context + 2 * gaps  # (N, P)
         np.put_along_axis(sources, queries, key_names[keys], axis=1)

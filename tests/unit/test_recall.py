@@ -78,6 +78,18 @@ def test_multi_query_filler_is_random_keys_and_values():
     assert len(filler) > 60 and max(filler.values()) < 3 * min(filler.values()), "all 64 tokens, about evenly"
 
 
+def test_constant_filler_leaves_the_pairs_and_queries_as_the_random_filler_has_them():
+    """``filler=constant`` (Zoology's ``random_non_queries=False``): ``.`` between the queries, the same sequences
+    otherwise, so the two settings compare on the same pairs and gaps."""
+    for drawn, constant in zip(splits(**MQAR)["train"], splits(**MQAR, filler="constant")["train"]):
+        tags = drawn.references[0].split()
+        assert constant.references == drawn.references
+        assert all(
+            c == (d if p < 16 or tag != UNSCORED else ".")
+            for p, (d, c, tag) in enumerate(zip(drawn.source.split(), constant.source.split(), tags))
+        )
+
+
 def test_naming_the_most_frequent_value_scores_at_chance():
     """With distinct values, the value seen most often before a query is one of the pairs' at best: 1 in 8."""
     hypotheses, references = [], []
