@@ -79,8 +79,8 @@ class RecallDataset(Dataset):
     """Associative recall (Arora et al., 2023) or selective copying (Gu & Dao, 2023): tokens in, recalled tokens out.
 
     Sources are ``length`` whitespace-separated tokens: keys ``k<i>``, values ``v<i>`` and the filler (``.``, or
-    random keys and values in multi_query). References are a tag per source token (multi_query), the recalled value
-    (associative_recall) or the copied tokens in order (selective_copying).
+    random keys and values in multi_query unless ``filler=constant``). References are a tag per source token
+    (multi_query), the recalled value (associative_recall) or the copied tokens in order (selective_copying).
     """
 
     @dataclass
