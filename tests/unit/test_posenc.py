@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from zoo import registry
+from zoo.api import SourceDescription
 from zoo.registry import discovery
 from zoo_plugins.posenc.alibi import alibi_slopes
 from zoo_plugins.posenc.relative import relative_bucket
@@ -73,6 +74,19 @@ def test_learned_positions_past_max_len_are_an_error():
     assert pe(torch.zeros(1, 8, D)).shape == (1, 8, D)
     with pytest.raises(ValueError, match=r"max_len=8 .* position 9 .*offset 5"):
         pe(torch.zeros(1, 5, D), offset=5)
+
+
+@pytest.mark.parametrize("scale", [False, True])
+def test_learned_positions_start_at_the_token_vectors_scale(scale):
+    """A table 50x smaller than the tokens it is added to hides the positions (multi-query recall stalls)."""
+    torch.manual_seed(0)
+    source = SourceDescription(kind="tokens", vocab_size=1000)
+    tokens = registry.build(
+        "frontend", registry.default_config("frontend", "tokens", dim=64, scale=scale, dropout=0.0), source=source
+    )
+    vectors, _ = tokens(torch.randint(4, 1000, (8, 256)))
+    table = registry.build("posenc", registry.default_config("posenc", "learned", max_len=256), dim=64).embedding.weight
+    assert 0.8 < table.std().item() / vectors.std().item() < 1.25
 
 
 def test_rotary_preserves_norms_and_depends_only_on_the_offset():
