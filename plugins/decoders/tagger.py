@@ -50,8 +50,15 @@ class TaggerDecoder(Decoder):
         self.end = nn.Parameter(end)  # (V,): the logits after the last tag
 
     def tag_logits(self, enc: EncoderOutput) -> torch.Tensor:
-        """(B, S, V): each real position's tag scores, ``end`` at padding."""
+        """(B, S, V): each real position's tag scores, ``end`` at padding.
+
+        A real position never names ``</s>``: the head is trained only where a tag is asked, so at an unscored
+        position it may prefer anything, and an end there would cut the output short and score every query
+        after it wrong.
+        """
         scores = self.head(enc.memory)
+        is_end = torch.arange(scores.size(-1), device=scores.device) == EOS
+        scores = scores.masked_fill(is_end, torch.finfo(scores.dtype).min)
         return torch.where(enc.mask[..., None], scores, self.end.to(scores.dtype))
 
     def _rows(self, tags: torch.Tensor, steps: int) -> torch.Tensor:

@@ -67,3 +67,15 @@ def test_the_tagger_reads_each_position_from_its_own_state_and_ends_after_the_so
     assert not torch.allclose(before[0, 1], after[0, 1])
     assert torch.equal(before[0, [0, 2]], after[0, [0, 2]]), "other positions do not read position 1"
     assert (before[0, 3:].argmax(-1) == EOS).all(), "padding and the rows past the source end the output"
+
+
+def test_a_real_position_never_ends_the_output():
+    """An unscored position's tag is untrained: were it the end, every query after it would be lost."""
+    decoder = registry.build(
+        "decoder", small_config("decoder", "tagger"), vocab_size=12, memory_dim=8, state_dim=8, scorer=None, posenc=None
+    ).eval()
+    with torch.no_grad():
+        decoder.head[-1].bias[EOS] = 1e4
+        memory, mask = torch.randn(1, 4, 8), torch.tensor([[True, True, True, False]])
+        logits = decoder(torch.zeros(1, 5, dtype=torch.long), EncoderOutput(memory, mask, memory[:, 0])).logits
+    assert (logits[0, :3].argmax(-1) != EOS).all() and (logits[0, 3:].argmax(-1) == EOS).all()
