@@ -74,15 +74,52 @@ def validated_job_of(sweep: Path, pid: int | None = None) -> Path | None:
     return None
 
 
+#: A scorer that will not let its run start training until a second process has built one too: two trials that
+#: ran one after the other would wait forever, so a search that gets past it ran its trials side by side.
+BARRIER_SCORER = """
+import os, time
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.api import Attention, register
+
+
+@register("attention", "barrier")
+class BarrierScorer(Attention):
+    needs_equal_dims = True
+
+    @dataclass
+    class Config:
+        pass
+
+    def __init__(self, cfg, query_dim, key_dim, heads=1):
+        super().__init__()
+        self.check_dims(query_dim, key_dim)
+        here = Path(os.environ["ZOO_TEST_BARRIER"])
+        (here / str(os.getpid())).touch()
+        deadline = time.monotonic() + 120
+        while len(list(here.iterdir())) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no second trial started within 120 s")
+            time.sleep(0.05)
+
+    def forward(self, q, k):
+        return q @ k.transpose(-1, -2)
+"""
+
+
 def test_n_jobs_runs_trials_side_by_side_through_joblib(tmp_path):
-    command = search("hydra/launcher=parallel", "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]")
-    run_zoo(*command, cwd=tmp_path)
+    (tmp_path / "barrier_plugins").mkdir()
+    (tmp_path / "barrier_plugins" / "barrier.py").write_text(BARRIER_SCORER)
+    (tmp_path / "barrier").mkdir()
+    naming = ["plugin_dirs=[barrier_plugins]", "attention=barrier"]
+    command = search("hydra/launcher=parallel", *naming, "hydra.sweeper.trials=2", "hydra.sweeper.reseed=[]")
+    run_zoo(*command, cwd=tmp_path, env={"ZOO_TEST_BARRIER": str(tmp_path / "barrier")})
     (sweep,) = tmp_path.glob("multirun/*/*")
     assert [t.state.name for t in trials(sweep)] == ["COMPLETE", "COMPLETE"]
     dirs = trial_dirs(sweep)
     assert sorted(dirs) == [0, 1] and all(len(found) == 1 for found in dirs.values())
-    spans = [((d / "config.yaml").stat().st_mtime, (d / "summary.json").stat().st_mtime) for (d,) in dirs.values()]
-    assert max(start for start, _ in spans) < min(end for _, end in spans), "the two trials ran one after the other"
+    assert len(list((tmp_path / "barrier").iterdir())) == 2, "each trial in its own process"
 
 
 @pytest.fixture(scope="module")
