@@ -8,7 +8,6 @@ from helpers.run_files import summary, write
 
 from zoo.report.compare import Leaderboard, compare, leaderboards
 from zoo.report.html import score_against_width
-from zoo.report.live import colours_of
 from zoo.report.runs import find_runs
 from zoo.report.widths import width_map
 
@@ -81,7 +80,7 @@ def test_the_report_draws_a_panel_per_data_set_and_a_line_per_family_with_its_ba
     study(tmp_path)
     boards = leaderboards(find_runs([tmp_path]))
     assert len(boards) == 2, "a leaderboard per data set"
-    page = "\n".join(score_against_width(boards, colours_of(boards, [])))
+    page = "\n".join(score_against_width(boards))
     figure = json.loads(page[page.index("{") : page.rindex("}") + 1])
     titles = [note["text"] for note in figure["layout"]["annotations"]]
     assert titles == ["length=64 pairs=4", "length=128 pairs=8"]
@@ -93,13 +92,15 @@ def test_the_report_draws_a_panel_per_data_set_and_a_line_per_family_with_its_ba
         ("model=family_transformer", "x2", 95.0),
     ]
     assert sum(trace.get("fill") == "toself" for trace in figure["data"]) == 4, "a band under every line"
+    assert len({t["line"]["color"] for t in lines}) == 2, "each family its own colour"
+    assert figure["layout"]["xaxis"]["tickvals"] == [16, 64], "ticked at the widths tried"
 
 
 def test_runs_at_one_width_and_rate_draw_no_map(tmp_path):
     mapped(tmp_path / "a", "family_gru", (64, 4), 32, 1, 1e-3, 50.0, 50.0)
     mapped(tmp_path / "b", "family_lstm", (64, 4), 32, 1, 1e-3, 40.0, 40.0)
     assert width_map(find_runs([tmp_path]), "tag_accuracy") is None
-    assert score_against_width([("", Leaderboard(find_runs([tmp_path])))], {}) == []
+    assert score_against_width([("", Leaderboard(find_runs([tmp_path])))]) == []
 
 
 def test_a_study_at_one_width_still_keeps_each_familys_learning_rate_by_validation(tmp_path):

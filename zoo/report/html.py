@@ -33,7 +33,7 @@ from plotly.subplots import make_subplots
 
 from zoo import __version__
 from zoo.report.bands import band_traces, error_bars, metric_bounds
-from zoo.report.colours import PALETTE
+from zoo.report.colours import PALETTE, first_come
 from zoo.report.columns import Cell
 from zoo.report.compare import SIGNIFICANCE, Leaderboard, map_of
 from zoo.report.frontier import frontier
@@ -210,13 +210,17 @@ def score_against_compute(board: Leaderboard, colours: dict[str, str]) -> list[s
     ]
 
 
-def score_against_width(boards: list[tuple[str, Leaderboard]], colours: dict[str, str]) -> list[str]:
-    """Where each family breaks (:mod:`zoo.report.widths`): the test score against width (log axis), one line per
-    family with the seeds' ± std as a band, one panel per data set; then the table of the smallest width that
-    reaches the threshold. Nothing without runs at two widths or more."""
+def score_against_width(boards: list[tuple[str, Leaderboard]]) -> list[str]:
+    """Where each family breaks (:mod:`zoo.report.widths`): the test score against width (log axis, ticked at the
+    widths tried), one line per family with the seeds' ± std as a band, one panel per data set; then the table of
+    the smallest width that reaches the threshold. Nothing without runs at two widths or more. The families take
+    colours of their own: among a map's many configurations the page's colours repeat, and two lines alike would
+    be one family to the reader."""
     found = map_of(boards)
     if found is None:
         return []
+    colours = first_come(found.families)
+    widths = sorted({cell.width for cell in found.cells})
     panels = found.panels
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=panels, shared_yaxes=True)
     bounds = metric_bounds(found.metric, [cell.score.mean for cell in found.cells])
@@ -231,7 +235,7 @@ def score_against_width(boards: list[tuple[str, Leaderboard]], colours: dict[str
                 trace.meta = {"runs": [str(run.path) for c in line for run in c.group.runs]}
                 trace.showlegend = trace.showlegend is not False and col == 1
             fig.add_traces(traces, rows=1, cols=col)
-        fig.update_xaxes(title_text="network.width", type="log", row=1, col=col)
+        fig.update_xaxes(title_text="network.width", type="log", tickvals=widths, row=1, col=col)
     fig.update_yaxes(title_text=f"test {found.metric}", row=1, col=1)
     return [
         "<h2>Score against width</h2>",
@@ -332,7 +336,7 @@ def sections(
     families = families or []
     colours = colours_of(boards, families)
     top, bottom = search_curves(families, colours), []
-    if widths := score_against_width(boards, colours):
+    if widths := score_against_width(boards):
         top.append(section("widths", *widths))
     for k, (note, board) in enumerate(boards):
         heading = [f"<h2>{html.escape(note[:1].upper() + note[1:])}</h2>"] if note else []
