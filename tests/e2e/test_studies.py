@@ -24,7 +24,7 @@ def recall_map(tmp_path_factory) -> Path:
     sweep = root / "sweep"
     fork_zoo(
         "train", "-m", "experiment=recall_map", "model=family_gru,family_transformer", "network.width=8,16",
-        "recall_panel=l64_p4", *FEW_BATCHES, "latency_items=0", *TINY_DATA, f"hydra.sweep.dir={sweep}", cwd=root,
+        "recall_panel=l16_p2", *FEW_BATCHES, "latency_items=0", *TINY_DATA, f"hydra.sweep.dir={sweep}", cwd=root,
     )  # fmt: skip
     return sweep
 
@@ -37,7 +37,7 @@ def test_the_recall_map_sweeps_every_cell_at_each_learning_rate(recall_map: Path
 def test_zoo_compare_draws_the_map_and_its_table(recall_map: Path):
     text = fork_zoo("compare", str(recall_map), cwd=recall_map).stdout
     table = text[text.index("score against width") :]
-    assert "model=family_gru" in table and "model=family_transformer" in table and "length=64 pairs=4" not in table
+    assert "model=family_gru" in table and "model=family_transformer" in table and "length=16 pairs=2" not in table
     page = recall_map / "report.html"
     fork_zoo("compare", str(recall_map), "--html", str(page), cwd=recall_map)
     assert "Score against width" in page.read_text()
