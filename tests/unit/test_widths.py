@@ -94,6 +94,7 @@ def test_the_report_draws_a_panel_per_data_set_and_a_line_per_family_with_its_ba
     assert sum(trace.get("fill") == "toself" for trace in figure["data"]) == 4, "a band under every line"
     assert len({t["line"]["color"] for t in lines}) == 2, "each family its own colour"
     assert figure["layout"]["xaxis"]["tickvals"] == [16, 64], "ticked at the widths tried"
+    assert [(bar["y0"], bar["y1"]) for bar in figure["layout"]["shapes"]] == [(90.0, 90.0)] * 2, "the bar, each panel"
 
 
 def test_runs_at_one_width_and_rate_draw_no_map(tmp_path):

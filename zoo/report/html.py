@@ -42,6 +42,7 @@ from zoo.report.live import as_script, colours_of, page_data
 from zoo.report.pictures import attention_pictures
 from zoo.report.runs import Run
 from zoo.report.samples import sample_outputs
+from zoo.report.widths import THRESHOLD
 from zoo.search.report import Family, expected_best_figure, format_search
 
 #: The page's scripts and styles (``assets/``), inlined in this order: the leaderboard's sorting, the colours and
@@ -212,10 +213,10 @@ def score_against_compute(board: Leaderboard, colours: dict[str, str]) -> list[s
 
 def score_against_width(boards: list[tuple[str, Leaderboard]]) -> list[str]:
     """Where each family breaks (:mod:`zoo.report.widths`): the test score against width (log axis, ticked at the
-    widths tried), one line per family with the seeds' ± std as a band, one panel per data set; then the table of
-    the smallest width that reaches the threshold. Nothing without runs at two widths or more. The families take
-    colours of their own: among a map's many configurations the page's colours repeat, and two lines alike would
-    be one family to the reader."""
+    widths tried), one line per family with the seeds' ± std as a band, one panel per data set, a dotted line at
+    the threshold; then the table of the smallest width that reaches it. Nothing without runs at two widths or
+    more. The families take colours of their own: among a map's many configurations the page's colours repeat,
+    and two lines alike would be one family to the reader."""
     found = map_of(boards)
     if found is None:
         return []
@@ -237,6 +238,7 @@ def score_against_width(boards: list[tuple[str, Leaderboard]]) -> list[str]:
             fig.add_traces(traces, rows=1, cols=col)
         fig.update_xaxes(title_text="network.width", type="log", tickvals=widths, row=1, col=col)
     fig.update_yaxes(title_text=f"test {found.metric}", row=1, col=1)
+    fig.add_hline(y=THRESHOLD, line_dash="dot", line_color="grey", row="all", col="all")  # the table's bar
     return [
         "<h2>Score against width</h2>",
         _figure(fig),
