@@ -32,15 +32,23 @@ class BareEncoder(nn.Module):
 
 
 def encoder_pair(
-    ctx: Context, name: str, bidirectional: bool, input_dim: int, hidden: int
+    ctx: Context, name: str, bidirectional: bool, input_dim: int, hidden: int, layers: int = 1
 ) -> tuple[nn.Module, nn.Module]:
     """The zoo plugin (dropout 0: the bare module has none) and a bare module of the same size."""
     from zoo.registry import build, default_config
 
-    cfg = default_config("encoder", name, hidden_size=hidden, bidirectional=bidirectional, dropout=0.0)
+    cfg = default_config("encoder", name, hidden_size=hidden, bidirectional=bidirectional, dropout=0.0, layers=layers)
     ours = build("encoder", cfg, input_dim=input_dim).to(ctx.device).train()
-    rnn = TORCH_RNNS[name](input_dim, hidden, batch_first=True, bidirectional=bidirectional)
+    rnn = TORCH_RNNS[name](input_dim, hidden, layers, batch_first=True, bidirectional=bidirectional)
     return ours, BareEncoder(rnn).to(ctx.device).train()
+
+
+def padded_batch(ctx: Context, batch: int, shortest: int, length: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random inputs (B, S, dim) and a mask of lengths drawn from [shortest, length]."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, length, dim, generator=g).to(ctx.device)
+    lengths = torch.randint(shortest, length + 1, (batch,), generator=g)
+    return x, (torch.arange(length)[None, :] < lengths[:, None]).to(ctx.device)
 
 
 def measure_rnn_encoders(ctx: Context) -> list[Row]:
@@ -50,38 +58,43 @@ def measure_rnn_encoders(ctx: Context) -> list[Row]:
     zeroing padding, the final state), has the same size and gets the same padded batch;
     both backpropagate sum(memory) + sum(state) into their weights. The zoo encoder's
     output dropout is set to 0, since the bare module has none.
+
+    The last row is a ListOps batch at Long Range Arena's lengths (8 expressions of 600-2,000 tokens, the GRU of
+    ``model=family_gru``): there the one-way plugin runs unpacked, and the bare module's packed backward pass is
+    O(length^2) on the CPU, so the row has no goal, it measures what skipping the packing buys.
     """
     batch, length, dim, hidden = ctx.size((8, 12, 32, 32), (64, 30, 128, 128))
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(batch, length, dim, generator=g).to(ctx.device)
-    lengths = torch.randint(3, length + 1, (batch,), generator=g)
-    mask = (torch.arange(length)[None, :] < lengths[:, None]).to(ctx.device)
+    x, mask = padded_batch(ctx, batch, 3, length, dim)
 
-    def step(encoder, unpack):
+    def step(encoder, unpack, x, mask):
         memory, state = unpack(encoder(x, mask))
         (memory.sum() + state.sum()).backward()
+
+    def race(ours, bare, x, mask, rounds, repeats):
+        contestants = {
+            "zoo": partial(step, ours, lambda out: (out.memory, out.state), x, mask),
+            "bare": partial(step, bare, lambda out: out, x, mask),
+        }
+        return interleaved(ctx, contestants, rounds, repeats)
+
+    def times(seconds, name):
+        return (
+            f"{median(seconds['zoo']) * 1e3:.2f} ms",
+            f"{median(seconds['bare']) * 1e3:.2f} ms (bare nn.{TORCH_RNNS[name].__name__})",
+            median_speedup(seconds, "zoo", "bare"),
+        )
 
     rows = []
     for name in TORCH_RNNS:
         for bidirectional in (False, True):
             ours, bare = encoder_pair(ctx, name, bidirectional, dim, hidden)
-            seconds = interleaved(
-                ctx,
-                {
-                    "zoo": partial(step, ours, lambda out: (out.memory, out.state)),
-                    "bare": partial(step, bare, lambda out: out),
-                },
-                ctx.size(3, 7),
-                ctx.size(2, 10),
-            )
+            seconds = race(ours, bare, x, mask, ctx.size(3, 7), ctx.size(2, 10))
             direction = "bidirectional" if bidirectional else "unidirectional"
-            rows.append(
-                speedup_row(
-                    f"{name} encoder fwd+bwd, {direction} (B={batch}, S<={length}, {dim}->{hidden})",
-                    f"{median(seconds['zoo']) * 1e3:.2f} ms",
-                    f"{median(seconds['bare']) * 1e3:.2f} ms (bare nn.{TORCH_RNNS[name].__name__})",
-                    median_speedup(seconds, "zoo", "bare"),
-                    0.95,
-                )
-            )
+            what = f"{name} encoder fwd+bwd, {direction} (B={batch}, S<={length}, {dim}->{hidden})"
+            rows.append(speedup_row(what, *times(seconds, name), 0.95))
+    batch, shortest, length = ctx.size((4, 30, 60), (8, 600, 2000))
+    ours, bare = encoder_pair(ctx, "gru", False, hidden, hidden, layers=2)
+    seconds = race(ours, bare, *padded_batch(ctx, batch, shortest, length, hidden), ctx.size(2, 3), 1)
+    what = f"gru encoder fwd+bwd, unidirectional, 2 layers (B={batch}, S={shortest}-{length}, ListOps at length)"
+    rows.append(speedup_row(what, *times(seconds, "gru"), None, "unpacked against packed"))
     return rows

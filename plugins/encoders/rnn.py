@@ -32,15 +32,17 @@ class RecurrentEncoder(Encoder):
     the hidden vector h only (not the memory cell c), so every recurrent encoder
     offers the same kind of summary.
 
-    Sequences are packed (``pack_padded_sequence``) so that padding never enters
-    the recurrence: the backward direction starts at each sequence's real last
-    token, and appending padding changes neither memory nor state. A row with no
-    real token at all is run for one step and its memory is then zeroed. A batch
-    without padding runs unpacked, the same arithmetic (equal to float rounding: the
-    input projection is summed in another order): on the CPU the packed form's
-    backward pass costs O(length^2) (each step's slice of the input
-    gets a gradient the size of the whole input), 4.5x the unpacked one at 8,192
-    tokens (docs/results.md, cost against length).
+    Appending padding changes neither memory nor state. A bidirectional encoder
+    packs its sequences (``pack_padded_sequence``) so that the backward direction
+    starts at each sequence's real last token. A one-way encoder needs no packing:
+    padding trails every real token, so it runs over the padded batch and takes each
+    row's state from its last real position. A row with no real token at all is run
+    for one step and its memory is then zeroed. Unpacked is the same arithmetic (equal
+    to float rounding: the input projection is summed in another order) and much
+    cheaper on the CPU, where the packed form's backward pass costs O(length^2) (each
+    step's slice of the input gets a gradient the size of the whole input): 4.5x the
+    unpacked one at 8,192 tokens without padding, about 10x on ListOps batches of
+    600-2,000 tokens (docs/results.md, cost against length).
     """
 
     rnn_class: type[nn.RNNBase]  # set by each subclass
@@ -67,6 +69,8 @@ class RecurrentEncoder(Encoder):
         batch, length, _ = x.shape
         if bool(mask.all()):
             memory, final = self.rnn(x)
+        elif self.directions == 1:
+            return self._left_to_right(x, mask)
         else:
             lengths = mask.sum(dim=1).clamp(min=1).cpu()  # packing needs lengths on the CPU
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
@@ -78,6 +82,15 @@ class RecurrentEncoder(Encoder):
         # final: (layers * directions, B, hidden) -> top layer, directions side by side: (B, directions * hidden)
         top = final.view(self.layers, self.directions, batch, -1)[-1]
         state = top.transpose(0, 1).reshape(batch, self.state_dim)
+        return EncoderOutput(memory=self.dropout(memory), mask=mask, state=self.dropout(state))
+
+    def _left_to_right(self, x: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
+        """A one-way RNN over a padded batch, unpacked: trailing padding is read after every real token, so it
+        changes no output at a real position, and each row's state is the top layer's output at its last one."""
+        memory, _ = self.rnn(x)
+        last = (mask.sum(dim=1).clamp(min=1) - 1).view(-1, 1, 1).expand(-1, 1, memory.size(-1))
+        state = memory.gather(1, last).squeeze(1)
+        memory = memory * mask.unsqueeze(-1).to(memory.dtype)
         return EncoderOutput(memory=self.dropout(memory), mask=mask, state=self.dropout(state))
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo import registry
 from zoo.registry import discovery
@@ -33,11 +34,12 @@ def test_sizes(name, bidirectional):
     assert out.state.shape == (B, H * directions)
 
 
+@pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("name", CELLS)
-def test_padding_is_invisible(name, layers):
+def test_padding_is_invisible(name, layers, bidirectional):
     torch.manual_seed(0)
-    enc = encoder(name, layers=layers).eval()
+    enc = encoder(name, layers=layers, bidirectional=bidirectional).eval()
     x = torch.randn(B, S, D)
     mask = mask_for(LENGTHS, S)
     x_long = torch.cat([x, 100 * torch.randn(B, 4, D)], dim=1)  # loud garbage in the new padded steps
@@ -76,6 +78,31 @@ def test_a_batch_without_padding_gives_what_the_packed_form_gives_gradients_too(
 
 
 @pytest.mark.parametrize("name", CELLS)
+def test_a_one_way_encoder_runs_padding_unpacked_to_what_packing_gives_gradients_too(name):
+    """Trailing padding cannot reach a real position left to right, so the one-way encoder skips packing."""
+    torch.manual_seed(0)
+    enc = encoder(name, layers=2, dropout=0.0, bidirectional=False)
+    x = torch.randn(B, S, D)
+    results = []
+    for pack in (False, True):
+        enc.zero_grad()
+        if pack:
+            packed = pack_padded_sequence(x, LENGTHS, batch_first=True, enforce_sorted=False)
+            memory, _ = pad_packed_sequence(enc.rnn(packed)[0], batch_first=True, total_length=S)
+            state = memory[torch.arange(B), LENGTHS - 1]
+        else:
+            out = enc(x, mask_for(LENGTHS, S))
+            memory, state = out.memory, out.state
+        (memory.square().sum() + state.sum()).backward()
+        results.append((memory, state, [p.grad.clone() for p in enc.parameters()]))
+    (memory, state, grads), (packed_memory, packed_state, packed_grads) = results
+    torch.testing.assert_close(memory, packed_memory, atol=1e-6, rtol=0)
+    torch.testing.assert_close(state, packed_state, atol=1e-6, rtol=0)
+    for grad, packed_grad in zip(grads, packed_grads):
+        torch.testing.assert_close(grad, packed_grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", CELLS)
 def test_state_is_final_state_of_each_direction(name):
     """Forward direction ends at the last real token, backward direction at the first."""
     enc = encoder(name).eval()
@@ -86,9 +113,10 @@ def test_state_is_final_state_of_each_direction(name):
     torch.testing.assert_close(out.state[:, H:], out.memory[:, 0, H:])
 
 
+@pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("name", CELLS)
-def test_row_without_real_tokens_gives_zero_memory(name):
-    enc = encoder(name).eval()
+def test_row_without_real_tokens_gives_zero_memory(name, bidirectional):
+    enc = encoder(name, bidirectional=bidirectional).eval()
     mask = mask_for(torch.tensor([3, 0]), 3)
     out = enc(torch.randn(2, 3, D), mask)
     assert torch.all(out.memory[1] == 0)
