@@ -325,7 +325,12 @@ def test_a_killed_run_resumes_from_its_timed_checkpoint_at_once(straight, tmp_pa
     assert summary(run_dir)["status"] == "running"
     ckpt = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     assert ckpt["global_step"] == 8  # written by the timer after step 8, which no validation follows
+    assert summary(run_dir)["segments"][-1]["to_step"] == 8, "the record is written with the checkpoint"
 
     assert (run_dir / ".zoo.lock").exists()
     fork_zoo("train", f"resume={run_dir}", cwd=tmp_path)
     assert_same_run(straight, run_dir)
+    killed_segment, resumed = summary(run_dir)["segments"]
+    assert killed_segment["ended"] == "killed" and killed_segment["processor_seconds"] > 0
+    assert resumed["from_step"] == 8  # nothing trained twice, nothing left out
+    assert summary(run_dir)["compute"]["flops_spent"] == pytest.approx(summary(straight)["compute"]["flops"], rel=1e-9)

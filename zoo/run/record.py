@@ -10,7 +10,8 @@ a temporary file that is then renamed, so a reader never sees half a summary.
 A run trained in several segments (stopped and resumed) lists each one under ``segments`` (from which
 step to which, its training seconds and peak memory, how it ended); ``train_seconds`` is their sum and
 ``peak_memory_mb`` their maximum, so a pre-empted run costs what it cost. A segment's seconds are
-recorded at each validation too, so even a killed segment keeps what it had spent by then.
+recorded at each validation and each checkpoint too, so even a killed segment keeps what it had spent by the
+checkpoint its run resumes from.
 """
 
 from __future__ import annotations
@@ -163,6 +164,12 @@ class RunRecord(Callback):
                 "validation epoch %d step %d: %s (%.0f s)", trainer.current_epoch, trainer.global_step, scores, seconds
             )
         self._write("running", epoch=trainer.current_epoch, step=trainer.global_step, max_epochs=trainer.max_epochs)
+
+    def on_save_checkpoint(self, trainer, module, checkpoint: dict) -> None:
+        """A checkpoint goes on record with the segment's cost so far: a run killed before its next validation
+        resumes from this checkpoint, and its record keeps what the killed segment spent to get there."""
+        if self._segment_start is not None and trainer.state.fn is TrainerFn.FITTING:
+            self._write("running", epoch=trainer.current_epoch, step=trainer.global_step, max_epochs=trainer.max_epochs)
 
     def training_ended(self, measured: dict) -> None:
         """Training is over (the test comes next): record what it measured, so a run stopped while testing keeps
