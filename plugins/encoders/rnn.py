@@ -41,7 +41,7 @@ class RecurrentEncoder(Encoder):
     to float rounding: the input projection is summed in another order) and much
     cheaper on the CPU, where the packed form's backward pass costs O(length^2) (each
     step's slice of the input gets a gradient the size of the whole input): 4.5x the
-    unpacked one at 8,192 tokens without padding, about 10x on ListOps batches of
+    unpacked one at 8,192 tokens without padding, 14x on ListOps batches of
     600-2,000 tokens (docs/results.md, cost against length).
     """
 
