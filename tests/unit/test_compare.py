@@ -374,9 +374,9 @@ def test_settings_and_costs_alike_in_every_row_are_said_once_above_the_table(tmp
         write(tmp_path / encoder, summary(encoder, {"bleu": bleu}))
     board = Leaderboard(find_runs([tmp_path]), by=["decoder", "encoder"])
     view = board.view()
-    assert view.shared_line() == "same in every run: decoder=rnn, params=1,000, frozen=0, train s=12, tokens/s=100"
+    assert view.shared_line() == "same in every run: decoder=rnn, params=1,000, frozen=0, train s=12, target tok/s=100"
     assert [row[0] for row in view.rows] == ["encoder=gru", "encoder=lstm"]
-    assert not {"params", "frozen", "train s", "tokens/s"} & set(view.header)
+    assert not {"params", "frozen", "train s", "target tok/s"} & set(view.header)
     assert board.markdown().startswith("same in every run: decoder=rnn, params=1,000")
     assert "same in every run: decoder=rnn" in board.table(width=100)
     (data,) = json.loads(compare([tmp_path], by=["decoder", "encoder"], baseline="encoder=gru", fmt="json"))

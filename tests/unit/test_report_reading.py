@@ -111,7 +111,7 @@ def test_large_costs_are_written_in_one_si_unit_per_column():
     ]
     assert [cell.value for cell in stat_column("params", params, 0, short=True).cells][:2] == [1_269_198.0, 512_000.0]
     small = [Stat(1_807.1, 30.0, 2)]
-    assert stat_column("tokens/s", small, 0, short=True).cells[0].text == "1,807 ± 30", "below 10,000: as it is"
+    assert stat_column("target tok/s", small, 0, short=True).cells[0].text == "1,807 ± 30", "below 10,000: as it is"
     assert stat_column("params", params, 0).cells[0].text == "1,269,198 ± 0", "the terminal's table keeps every digit"
 
 

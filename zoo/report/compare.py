@@ -74,7 +74,7 @@ RATE_AT_10X = "8.2-9.3 %"
 COST_DECIMALS = {
     "params": 0,
     "frozen": 0,
-    "tokens/s": 0,
+    "target tok/s": 0,
     "train s": 0,
     "proc s": 0,
     "train TFLOPs": 2,

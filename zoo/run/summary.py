@@ -95,7 +95,7 @@ def print_result(summary: dict, run_dir: Path) -> None:
             if (compute := summary.get("compute"))
             else []
         ),
-        ("tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
+        ("target tokens/s", f"{summary['tokens_per_second']:,.0f}" if summary["tokens_per_second"] else "n/a"),
     ]
     width = max(len(k) for k, _ in rows)
     print("\n" + "\n".join(f"{k:<{width}}  {v}" for k, v in rows))
