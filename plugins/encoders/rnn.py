@@ -67,30 +67,25 @@ class RecurrentEncoder(Encoder):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
         batch, length, _ = x.shape
-        if bool(mask.all()):
-            memory, final = self.rnn(x)
-        elif self.directions == 1:
-            return self._left_to_right(x, mask)
-        else:
+        padded = not bool(mask.all())
+        if padded and self.directions == 2:  # the backward direction must start at each row's last real token
             lengths = mask.sum(dim=1).clamp(min=1).cpu()  # packing needs lengths on the CPU
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             outputs, final = self.rnn(packed)
             memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=length)
+        else:  # left to right, trailing padding is read after every real token and changes none of their outputs
+            memory, final = self.rnn(x)
+        if padded and self.directions == 1:  # ``final`` read the padding too: the top layer at the last real token
+            last = (mask.sum(dim=1).clamp(min=1) - 1).view(-1, 1, 1).expand(-1, 1, memory.size(-1))
+            state = memory.gather(1, last).squeeze(1)
+        else:
+            if isinstance(final, tuple):  # LSTM returns (h, c); the summary is h
+                final = final[0]
+            # final: (layers * directions, B, hidden) -> top layer, directions side by side: (B, directions * hidden)
+            top = final.view(self.layers, self.directions, batch, -1)[-1]
+            state = top.transpose(0, 1).reshape(batch, self.state_dim)
+        if padded:
             memory = memory * mask.unsqueeze(-1).to(memory.dtype)
-        if isinstance(final, tuple):  # LSTM returns (h, c); the summary is h
-            final = final[0]
-        # final: (layers * directions, B, hidden) -> top layer, directions side by side: (B, directions * hidden)
-        top = final.view(self.layers, self.directions, batch, -1)[-1]
-        state = top.transpose(0, 1).reshape(batch, self.state_dim)
-        return EncoderOutput(memory=self.dropout(memory), mask=mask, state=self.dropout(state))
-
-    def _left_to_right(self, x: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
-        """A one-way RNN over a padded batch, unpacked: trailing padding is read after every real token, so it
-        changes no output at a real position, and each row's state is the top layer's output at its last one."""
-        memory, _ = self.rnn(x)
-        last = (mask.sum(dim=1).clamp(min=1) - 1).view(-1, 1, 1).expand(-1, 1, memory.size(-1))
-        state = memory.gather(1, last).squeeze(1)
-        memory = memory * mask.unsqueeze(-1).to(memory.dtype)
         return EncoderOutput(memory=self.dropout(memory), mask=mask, state=self.dropout(state))
 
 

@@ -23,6 +23,15 @@ def mask_for(lengths, length):
     return torch.arange(length)[None, :] < lengths[:, None]
 
 
+def assert_same_outputs_and_gradients(unpacked, packed):
+    """Each a (memory, state, parameter gradients) triple: equal to float rounding."""
+    (memory, state, grads), (packed_memory, packed_state, packed_grads) = unpacked, packed
+    torch.testing.assert_close(memory, packed_memory, atol=1e-6, rtol=0)
+    torch.testing.assert_close(state, packed_state, atol=1e-6, rtol=0)
+    for grad, packed_grad in zip(grads, packed_grads):
+        torch.testing.assert_close(grad, packed_grad, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("name", CELLS)
 def test_sizes(name, bidirectional):
@@ -70,11 +79,7 @@ def test_a_batch_without_padding_gives_what_the_packed_form_gives_gradients_too(
         out = enc(*padded)
         (out.memory[:B].square().sum() + out.state[:B].sum()).backward()
         results.append((out.memory[:B], out.state[:B], [p.grad.clone() for p in enc.parameters()]))
-    (memory, state, grads), (packed_memory, packed_state, packed_grads) = results
-    torch.testing.assert_close(memory, packed_memory, atol=1e-6, rtol=0)
-    torch.testing.assert_close(state, packed_state, atol=1e-6, rtol=0)
-    for grad, packed_grad in zip(grads, packed_grads):
-        torch.testing.assert_close(grad, packed_grad, atol=1e-5, rtol=1e-5)
+    assert_same_outputs_and_gradients(*results)
 
 
 @pytest.mark.parametrize("name", CELLS)
@@ -95,11 +100,7 @@ def test_a_one_way_encoder_runs_padding_unpacked_to_what_packing_gives_gradients
             memory, state = out.memory, out.state
         (memory.square().sum() + state.sum()).backward()
         results.append((memory, state, [p.grad.clone() for p in enc.parameters()]))
-    (memory, state, grads), (packed_memory, packed_state, packed_grads) = results
-    torch.testing.assert_close(memory, packed_memory, atol=1e-6, rtol=0)
-    torch.testing.assert_close(state, packed_state, atol=1e-6, rtol=0)
-    for grad, packed_grad in zip(grads, packed_grads):
-        torch.testing.assert_close(grad, packed_grad, atol=1e-5, rtol=1e-5)
+    assert_same_outputs_and_gradients(*results)
 
 
 @pytest.mark.parametrize("name", CELLS)
